@@ -1,0 +1,286 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Helpers for scenario bodies, sourced inside the guest (by guest-run, and by the
+# --shell rc file). Scenarios run as root on the real kernel.
+#
+# Conventions: step/note print progress on stdout; fail and assertion failures
+# print on stderr (so a failure inside $(...) still reaches the log) and exit,
+# which ends the current check only: each check runs in its own subshell with
+# errexit, and an ERR trap names any command that failed unexpectedly.
+
+IOTVM_SHARE=/mnt/iotvm
+# Debian's python (stdlib only); the host's default python3 may be another build.
+IOTVM_PY=/usr/bin/python3
+IOTVM_T0=${IOTVM_T0:-$EPOCHREALTIME}
+
+# Microseconds since the epoch, as an integer (EPOCHREALTIME is "s.micro").
+_iotvm_us() { local t=${EPOCHREALTIME//[.,]/}; echo "$((10#$t))"; }
+# Seconds (2 decimals) since a saved EPOCHREALTIME.
+_iotvm_since() {
+	local a=${1//[.,]/} b=${EPOCHREALTIME//[.,]/}
+	local d=$((10#$b - 10#$a))
+	printf '%d.%02d' $((d / 1000000)) $((d % 1000000 / 10000))
+}
+
+step() { printf -- '--- [%7ss] %s\n' "$(_iotvm_since "$IOTVM_T0")" "$*"; }
+note() { printf '    %s\n' "$*"; }
+fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+
+_iotvm_err() {
+	printf 'FAIL: command failed (exit %s) at %s:%s: %s\n' "$1" "$2" "$3" "$4" >&2
+}
+
+# --- assertions: print "ok" with the value, or expected vs actual and exit ------
+
+assert_eq() { # EXPECTED ACTUAL [WHAT]
+	local exp=$1 act=$2 what=${3:-value}
+	[[ $act == "$exp" ]] || fail "$what: expected '$exp', got '$act'"
+	note "ok: $what = '$act'"
+}
+
+assert_ne() { # UNEXPECTED ACTUAL [WHAT]
+	local bad=$1 act=$2 what=${3:-value}
+	[[ $act != "$bad" ]] || fail "$what: expected anything but '$bad', got '$act'"
+	note "ok: $what = '$act' (not '$bad')"
+}
+
+assert_in() { # ACTUAL WHAT ALLOWED...
+	local act=$1 what=$2 a
+	shift 2
+	for a; do
+		[[ $act == "$a" ]] && { note "ok: $what = '$act'"; return 0; }
+	done
+	fail "$what: expected one of [$*], got '$act'"
+}
+
+assert_match() { # REGEX ACTUAL [WHAT]
+	local re=$1 act=$2 what=${3:-value}
+	[[ $act =~ $re ]] || fail "$what: expected to match /$re/, got '$act'"
+	note "ok: $what = '$act'"
+}
+
+# Read a sysfs/procfs attribute; fails the check (with the error) if unreadable.
+read_attr() { # FILE
+	local v
+	v=$(cat -- "$1" 2>&1) || fail "cannot read $1: $v"
+	printf '%s\n' "$v"
+}
+
+assert_file_eq() { # FILE EXPECTED
+	local act
+	act=$(read_attr "$1") || exit 1
+	assert_eq "$2" "$act" "$1"
+}
+
+assert_exists() { # PATH [WHAT]
+	[[ -e $1 ]] || fail "${2:-$1}: expected to exist, it does not"
+	note "ok: ${2:-$1} exists"
+}
+
+assert_not_exists() { # PATH [WHAT]
+	[[ ! -e $1 ]] || fail "${2:-$1}: expected not to exist, it does"
+	note "ok: ${2:-$1} does not exist"
+}
+
+# Run a command; it must exit 0. Its output is shown either way (indented).
+assert_ok() { # CMD...
+	local out rc=0
+	out=$("$@" 2>&1) || rc=$?
+	[[ -n $out ]] && printf '%s\n' "$out" | sed 's/^/    | /'
+	((rc == 0)) || fail "'$*' exited $rc, expected 0"
+	note "ok: '$*' exited 0"
+}
+
+# Run a command; it must fail. Prints its exit code and output.
+assert_fails() { # CMD...
+	local out rc=0
+	out=$("$@" 2>&1) || rc=$?
+	[[ -n $out ]] && printf '%s\n' "$out" | sed 's/^/    | /'
+	((rc != 0)) || fail "'$*' exited 0, expected a failure"
+	note "ok: '$*' failed as expected (exit $rc)"
+}
+
+# Poll CONDITION (a shell expression, eval'ed quietly) every 50 ms until true.
+# Sets WAITED (seconds, 2 decimals) and WAITED_US; fails the check on timeout.
+wait_for() { # CONDITION [TIMEOUT_SECONDS=10]
+	local cond=$1 timeout=${2:-10}
+	local t0 now limit
+	t0=$(_iotvm_us)
+	limit=$((t0 + ${timeout%.*} * 1000000))
+	while :; do
+		if eval "$cond" >/dev/null 2>&1; then
+			now=$(_iotvm_us)
+			WAITED_US=$((now - t0))
+			WAITED=$(printf '%d.%02d' $((WAITED_US / 1000000)) $((WAITED_US % 1000000 / 10000)))
+			return 0
+		fi
+		(($(_iotvm_us) < limit)) || fail "timed out after ${timeout}s waiting for: $cond"
+		sleep 0.05
+	done
+}
+
+# --- QMP from inside the guest ---------------------------------------------------
+# One command per call, relayed by the host (lib/qmp.py relay) over the
+# virtio-serial port org.iotuned.qmp. Prints the "return" value as JSON; on a QMP
+# error prints its class and description on stderr and returns 1.
+qmp() { # JSON
+	"$IOTVM_PY" "$IOTVM_SHARE/lib/qmp.py" call "$1"
+}
+
+# --- finding devices ---------------------------------------------------------------
+# The runner gives every device serial=<its id in VM_DEVICES>. NVMe controllers
+# probe asynchronously, so nvme0/nvme1 numbering is not stable: look them up.
+
+# Controllers with serial SERIAL, one per line, in name order. The controllers of
+# one NVMe subsystem share the serial (QEMU requires it), so there may be several.
+# Note: 6.1 pads the serial attribute with spaces to its 20 bytes ("nv0      ...").
+nvme_ctrls_by_serial() { # SERIAL -> nvmeX...
+	local c s found=1
+	for c in /sys/class/nvme/nvme*; do
+		[[ -e $c/serial ]] || continue
+		s=$(<"$c/serial")
+		s=${s%"${s##*[![:space:]]}"}
+		[[ $s == "$1" ]] && { echo "${c##*/}"; found=0; }
+	done
+	return "$found"
+}
+
+nvme_ctrl_by_serial() { # SERIAL -> nvmeX (the first)
+	local c
+	c=$(nvme_ctrls_by_serial "$1") || return 1
+	echo "${c%%$'\n'*}"
+}
+
+# The disk(s) of a controller's namespace NSID as the controller sees them:
+# nvmeXnY without multipath, the hidden path nvmeXcYnZ with native multipath.
+nvme_ctrl_disks() { # CTRL [NSID]
+	local d n
+	for d in /sys/class/nvme/"$1"/nvme*; do
+		n=${d##*/}
+		[[ $n =~ ^nvme[0-9]+(c[0-9]+)?n([0-9]+)$ ]] || continue
+		[[ -z ${2:-} || ${BASH_REMATCH[2]} == "$2" ]] && echo "$n"
+	done
+	return 0
+}
+
+disk_by_serial() { # SERIAL -> vda / nvme0n1 / sda
+	local b n s
+	for b in /sys/block/*; do
+		n=${b##*/}
+		case $n in
+		vd*) s=$(cat "$b/serial" 2>/dev/null) ;;
+		nvme*c*n*) continue ;;
+		nvme*) s=$(cat "$b/device/serial" 2>/dev/null) s=${s%"${s##*[![:space:]]}"} ;;
+		sd*) s=$(udevadm info --query=property --path="$b" 2>/dev/null |
+			sed -n 's/^ID_SERIAL_SHORT=//p') ;;
+		*) continue ;;
+		esac
+		[[ $s == "$1" ]] && { echo "$n"; return 0; }
+	done
+	return 1
+}
+
+# The active scheduler of a disk: the bracketed name of "[none] mq-deadline", or
+# the whole file when there is no choice (bio-based disks read just "none").
+sched_of() { # DISK
+	local s
+	s=$(read_attr "/sys/block/$1/queue/scheduler") || exit 1
+	if [[ $s =~ \[([^]]+)\] ]]; then echo "${BASH_REMATCH[1]}"; else echo "$s"; fi
+}
+
+assert_sched() { # DISK EXPECTED
+	local s
+	s=$(sched_of "$1") || exit 1
+	assert_eq "$2" "$s" "$1 scheduler"
+}
+
+# Write VALUE to FILE with one write(2) and print "OK" or the errno name (EIO,
+# EPERM, ...): for attributes whose failure mode is the point of the test.
+write_errno() { # FILE VALUE
+	"$IOTVM_PY" - "$1" "$2" <<'PY'
+import errno, os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_WRONLY)
+    try:
+        os.write(fd, sys.argv[2].encode())
+    finally:
+        os.close(fd)
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e.errno)))
+PY
+}
+
+# Expand a cpulist ("0-2,5" or blk-mq's "0, 1, 2") to "0 1 2 5", for comparing.
+cpulist_expand() { # LIST
+	local part out=() a b i
+	for part in ${1//,/ }; do
+		if [[ $part == *-* ]]; then
+			a=${part%-*} b=${part#*-}
+			for ((i = a; i <= b; i++)); do out+=("$i"); done
+		else
+			out+=("$part")
+		fi
+	done
+	echo "${out[*]}"
+}
+
+# IRQ number of the vector named NAME in /proc/interrupts (e.g. nvme0q1).
+irq_by_name() { # NAME
+	awk -v n="$1" '$NF == n { sub(":", "", $1); print $1; found=1; exit } END { exit !found }' /proc/interrupts
+}
+
+# --- running a scenario ------------------------------------------------------------
+# A scenario file defines check_* functions (run in file order, or as listed in
+# VM_CHECKS) and optionally scenario_setup (run first; if it fails, nothing else
+# runs). Each check runs in a subshell: a failure ends that check, the others
+# still run, and the summary names every failed one.
+
+# Run one function as a check in a subshell with errexit; prints PASS/FAIL.
+# Safe to call from the --shell prompt too (a failing check does not exit it).
+iotvm_check() { # FUNCTION
+	local t0=$EPOCHREALTIME rc
+	echo "=== CHECK $1"
+	(
+		set -eEuo pipefail
+		trap '_iotvm_err $? "${BASH_SOURCE[0]##*/}" $LINENO "$BASH_COMMAND"' ERR
+		"$1"
+	)
+	rc=$?
+	if ((rc == 0)); then
+		echo "=== PASS $1 ($(_iotvm_since "$t0")s)"
+	else
+		echo "=== FAIL $1 (exit $rc, $(_iotvm_since "$t0")s)"
+	fi
+	return "$rc"
+}
+
+# Returns 0 only if every check passed.
+iotvm_run_scenario() { # FILE
+	local file=$1 c failed=() checks=()
+	# shellcheck source=/dev/null
+	source "$file"
+	if [[ -n ${VM_CHECKS+x} ]]; then
+		checks=("${VM_CHECKS[@]}")
+	else
+		mapfile -t checks < <(sed -nE 's/^(check_[A-Za-z0-9_]+)[[:space:]]*\(\).*/\1/p' "$file")
+	fi
+	((${#checks[@]})) || { echo "FAIL: $file defines no check_* functions" >&2; return 1; }
+	step "scenario $(cat "$IOTVM_SHARE/name" 2>/dev/null || basename "$file" .sh): kernel $(uname -r), ${#checks[@]} checks: ${checks[*]}"
+
+	if declare -F scenario_setup >/dev/null; then
+		iotvm_check scenario_setup || {
+			echo "=== RESULT: FAIL: scenario_setup failed, no check was run"
+			return 1
+		}
+	fi
+	for c in "${checks[@]}"; do
+		iotvm_check "$c" || failed+=("$c")
+	done
+
+	if ((${#failed[@]})); then
+		echo "=== RESULT: FAIL: ${#failed[@]} of ${#checks[@]} checks failed: ${failed[*]}"
+		return 1
+	fi
+	echo "=== RESULT: PASS: all ${#checks[@]} checks passed"
+	return 0
+}

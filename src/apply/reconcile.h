@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "plan.h"
+
+/* The one path that reads and writes knobs. `plan`, `apply`, `verify`, `restore`
+ * and (later) the daemon's udev and drift triggers all come through here; they
+ * differ only in the mode, i.e. in whether writing is allowed. */
+typedef enum ReconcileMode {
+        RECONCILE_DRY_RUN,  /* read, compare, say what would change */
+        RECONCILE_APPLY,    /* read, compare, write what differs, read back */
+        RECONCILE_VERIFY,   /* read, compare, report differences as drift */
+} ReconcileMode;
+
+typedef struct ReconcileOptions {
+        ReconcileMode mode;
+        /* Record originals here before the first write to a disk; NULL: do not
+         * (restore itself must not overwrite the record it restores from). */
+        const char *originals_dir;
+} ReconcileOptions;
+
+/* Fills every setting's effective, observed, state and note. Returns 0 when it
+ * could run (per-setting failures are states, not return values), -errno only
+ * for failures that stop the whole device (out of memory, originals not
+ * recordable: no write happens without a record). */
+int reconcile_device(DevicePlan *p, const ReconcileOptions *o);
+int reconcile_plan(Plan *p, const ReconcileOptions *o);

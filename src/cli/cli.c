@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <json-c/json.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+#include "originals.h"
+#include "reconcile.h"
+#include "util.h"
+
+int cli_init(Cli *c) {
+        const char *root = c->root && !streq(c->root, "/") ? c->root : "";
+
+        if (asprintf_safe(&c->originals_dir, "%s%s/originals", root, IOTUNED_RUN_DIR) < 0)
+                return log_oom();
+        c->udev = udev_new();
+        if (!c->udev)
+                return log_error_errno(ENOMEM, "Cannot create a udev context.");
+        return 0;
+}
+
+void cli_done(Cli *c) {
+        free(c->originals_dir);
+        c->originals_dir = NULL;
+        c->udev = udev_unref(c->udev);
+}
+
+/* ---- shared steps ------------------------------------------------------------ */
+
+static int load_config(Cli *c, Config **ret) {
+        ConfigPaths paths = {};
+        Diag diag = {};
+        int r;
+
+        r = config_paths_default(c->root, c->config_dir, &paths);
+        if (r < 0)
+                return log_oom(), EXIT_FAILED;
+        r = config_load(&paths, ret, &diag);
+        config_paths_done(&paths);
+        if (r == -ENOMEM) {
+                diag_done(&diag);
+                return log_oom(), EXIT_FAILED;
+        }
+        if (r < 0) {
+                log_error("The configuration is invalid (%zu error%s); nothing was applied:", diag.n,
+                          diag.n == 1 ? "" : "s");
+                diag_print(&diag, stderr);
+                diag_done(&diag);
+                return EXIT_CONFIG;
+        }
+        diag_done(&diag);
+        return EXIT_OK;
+}
+
+static DiscoveryFilter filter_from_config(const Config *cfg) {
+        return (DiscoveryFilter) {
+                .loop = cfg->discover[DISCOVERY_LOOP],
+                .dm = cfg->discover[DISCOVERY_DM],
+                .md = cfg->discover[DISCOVERY_MD],
+                .zram = cfg->discover[DISCOVERY_ZRAM],
+        };
+}
+
+static int lookup_error(const char *name, int r) {
+        switch (r) {
+        case -EISDIR:
+                log_error("%s is a partition; partitions share their disk's queue, tune the disk instead.", name);
+                break;
+        case -ENODEV:
+        case -ENOENT:
+                log_error("No such block disk: %s (see lsblk -d).", name);
+                break;
+        case -ENOTBLK:
+                log_error("%s is not a block device.", name);
+                break;
+        case -EINVAL:
+                log_error("Invalid device name '%s': give a kernel name (nvme0n1) or a /dev path.", name);
+                break;
+        default:
+                log_error_errno(r, "Cannot look up %s: %m", name);
+        }
+        return EXIT_NO_DEVICE;
+}
+
+/* Named devices, or every disk the configuration's discovery filter admits. */
+static int collect_devices(Cli *c, const Config *cfg, char **names, DeviceList *ret) {
+        DeviceList l = {};
+        int r;
+
+        if (strv_length(names) == 0) {
+                DiscoveryFilter f = filter_from_config(cfg);
+                r = device_enumerate(c->udev, &f, &l);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot enumerate block devices: %m");
+                        return EXIT_FAILED;
+                }
+                *ret = l;
+                return EXIT_OK;
+        }
+
+        l.items = calloc(strv_length(names), sizeof(Device *));
+        if (!l.items)
+                return log_oom(), EXIT_FAILED;
+        for (char **n = names; *n; n++) {
+                r = device_lookup(c->udev, *n, &l.items[l.n]);
+                if (r < 0) {
+                        device_list_done(&l);
+                        return lookup_error(*n, r);
+                }
+                l.n++;
+        }
+        *ret = l;
+        return EXIT_OK;
+}
+
+static bool plan_has_state(const Plan *p, SettingState st) {
+        for (size_t i = 0; i < p->n; i++) {
+                if (st == STATE_FAILED && p->devices[i]->error)
+                        return true;
+                for (size_t k = 0; k < p->devices[i]->n_settings; k++)
+                        if (p->devices[i]->settings[k].state == st)
+                                return true;
+        }
+        return false;
+}
+
+static void print_result(Cli *c, const char *command, const Plan *p, bool dry_run, bool show_ok) {
+        if (c->json) {
+                json_object *j = output_json_new(command), *body = output_plan_json(p, dry_run);
+                json_object_object_foreach(body, key, val) json_object_object_add(j, key, json_object_get(val));
+                json_object_put(body);
+                output_json_print(j);
+                json_object_put(j);
+                return;
+        }
+        if (!c->quiet)
+                output_plan_table(p, dry_run, show_ok || c->all);
+        output_plan_summary(p, command, dry_run);
+}
+
+static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *command, bool show_ok) {
+        _cleanup_(config_freep) Config *cfg = NULL;
+        DeviceList devs = {};
+        Plan plan = {};
+        ReconcileOptions o = { .mode = mode, .originals_dir = c->originals_dir };
+        int r, ex;
+
+        ex = load_config(c, &cfg);
+        if (ex != EXIT_OK)
+                return ex;
+        ex = collect_devices(c, cfg, devices, &devs);
+        if (ex != EXIT_OK)
+                return ex;
+        r = plan_build(cfg, &devs, &plan);
+        if (r >= 0)
+                r = reconcile_plan(&plan, &o);
+        if (r < 0) {
+                plan_done(&plan);
+                log_error_errno(r, "Planning failed: %m");
+                return EXIT_FAILED;
+        }
+
+        print_result(c, command, &plan, mode == RECONCILE_DRY_RUN, show_ok);
+
+        if (plan_has_state(&plan, STATE_FAILED))
+                ex = EXIT_FAILED;
+        else if (mode == RECONCILE_VERIFY && plan_has_state(&plan, STATE_DRIFTED))
+                ex = EXIT_DRIFT;
+        plan_done(&plan);
+        return ex;
+}
+
+/* ---- verbs ------------------------------------------------------------------- */
+
+int cli_plan(Cli *c, char **devices) {
+        return run_pipeline(c, devices, RECONCILE_DRY_RUN, "plan", true);
+}
+
+int cli_apply(Cli *c, char **devices) {
+        return run_pipeline(c, devices, RECONCILE_APPLY, "apply", false);
+}
+
+int cli_verify(Cli *c, char **devices) {
+        return run_pipeline(c, devices, RECONCILE_VERIFY, "verify", false);
+}
+
+int cli_restore(Cli *c, char **devices) {
+        _cleanup_strv_free_ char **names = NULL, **gone = NULL;
+        Plan plan = {};
+        ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = NULL };
+        int r, ex = EXIT_OK;
+
+        r = originals_list(c->originals_dir, &names);
+        if (r < 0) {
+                log_error_errno(r, "Cannot read %s: %m", c->originals_dir);
+                return EXIT_FAILED;
+        }
+        for (char **d = devices; d && *d; d++)
+                if (!strv_contains(names, *d)) {
+                        log_error("No recorded original values for %s in %s.", *d, c->originals_dir);
+                        return EXIT_NO_DEVICE;
+                }
+
+        plan.devices = calloc(strv_length(names) ?: 1, sizeof(DevicePlan *));
+        if (!plan.devices)
+                return log_oom(), EXIT_FAILED;
+        for (char **n = names; n && *n; n++) {
+                Device *d = NULL;
+                char *values[_KNOB_MAX];
+
+                if (strv_length(devices) > 0 && !strv_contains(devices, *n))
+                        continue;
+                r = device_lookup(c->udev, *n, &d);
+                if (r >= 0) {
+                        r = originals_load(c->originals_dir, d, values);
+                        if (r == -ESTALE || r == -EBADMSG) {
+                                device_free(d);
+                                d = NULL;
+                        }
+                }
+                if (!d) {
+                        /* The disk is gone or is a different disk now: its record is moot. */
+                        (void) strv_extend(&gone, *n);
+                        (void) originals_forget(c->originals_dir, *n);
+                        continue;
+                }
+                if (r < 0) {
+                        device_free(d);
+                        log_error_errno(r, "Cannot load the original values of %s: %m", *n);
+                        ex = EXIT_FAILED;
+                        continue;
+                }
+                r = plan_device_from_values(d, "original", values, &plan.devices[plan.n]);
+                for (size_t k = 0; k < _KNOB_MAX; k++)
+                        free(values[k]);
+                if (r < 0) {
+                        plan_done(&plan);
+                        return log_oom(), EXIT_FAILED;
+                }
+                plan.n++;
+        }
+
+        r = reconcile_plan(&plan, &o);
+        if (r < 0) {
+                plan_done(&plan);
+                return log_oom(), EXIT_FAILED;
+        }
+        /* A record is dropped only once every value is back. */
+        for (size_t i = 0; i < plan.n; i++) {
+                bool failed = plan.devices[i]->error != NULL;
+                for (size_t k = 0; k < plan.devices[i]->n_settings; k++)
+                        failed = failed || plan.devices[i]->settings[k].state == STATE_FAILED;
+                if (!failed)
+                        (void) originals_forget(c->originals_dir, plan.devices[i]->device->name);
+        }
+
+        print_result(c, "restore", &plan, false, false);
+        if (!c->json)
+                for (char **g = gone; g && *g; g++)
+                        printf("%s: gone or replaced since it was tuned; its record was dropped\n", *g);
+        if (plan_has_state(&plan, STATE_FAILED))
+                ex = EXIT_FAILED;
+        plan_done(&plan);
+        return ex;
+}
+
+int cli_explain(Cli *c, const char *name) {
+        _cleanup_(config_freep) Config *cfg = NULL;
+        _cleanup_(device_plan_freep) DevicePlan *dp = NULL;
+        ReconcileOptions o = { .mode = RECONCILE_DRY_RUN };
+        json_object *j = NULL, *rules = NULL;
+        const Device *d;
+        Device *dev = NULL;
+        int r, ex;
+
+        ex = load_config(c, &cfg);
+        if (ex != EXIT_OK)
+                return ex;
+        r = device_lookup(c->udev, name, &dev);
+        if (r < 0)
+                return lookup_error(name, r);
+        r = plan_device(cfg, dev, &dp);
+        if (r >= 0)
+                r = reconcile_device(dp, &o);
+        if (r < 0)
+                return log_error_errno(r, "Cannot plan %s: %m", name), EXIT_FAILED;
+        d = dp->device;
+
+        if (c->json) {
+                Plan one = { .devices = &dp, .n = 1 };
+                json_object *body = output_plan_json(&one, true);
+                j = output_json_new("explain");
+                json_object_object_foreach(body, key, val) json_object_object_add(j, key, json_object_get(val));
+                json_object_put(body);
+                rules = json_object_new_array();
+        } else {
+                printf("%s  (%s%s%s)\n", d->name, d->transport, d->model ? ", " : "", d->model ?: "");
+                printf("  syspath:     %s\n", d->syspath);
+                printf("  serial:      %s   firmware: %s   wwn: %s\n", d->serial ?: "-", d->firmware ?: "-",
+                       d->wwn ?: "-");
+                printf("  rotational:  %s   size: %" PRIu64 " bytes   NUMA node: %d\n", d->rotational ? "yes" : "no",
+                       d->size_bytes, d->numa_node);
+                if (d->has_mq)
+                        printf("  queues:      %zu hardware queue%s, tag depth %u\n", d->n_queues,
+                               d->n_queues == 1 ? "" : "s", d->nr_tags);
+                else
+                        printf("  queues:      bio-based (no blk-mq queue)%s\n",
+                               d->multipath_head ? "; NVMe multipath head: tune its nvmeXcYnZ paths" : "");
+                for (size_t q = 0; q < d->n_queues; q++)
+                        printf("    mq/%u: CPUs %s\n", d->queues[q].index, d->queues[q].cpu_list ?: "(none)");
+                if (d->multipath_head_name)
+                        printf("  multipath:   hidden path of %s\n", d->multipath_head_name);
+                printf("\nRules, in the order they are tried:\n");
+        }
+
+        if (!streq(dp->rule, "IOTUNED_PROFILE"))
+                for (size_t i = 0; i < cfg->n_rules; i++) {
+                        _cleanup_free_ char *why = NULL;
+                        const Rule *rule = &cfg->rules[i];
+                        bool m = rule_matches(rule, d, &why);
+                        if (j) {
+                                json_object *e = json_object_new_object();
+                                json_object_object_add(e, "rule", json_object_new_string(rule->name));
+                                json_object_object_add(e, "matched", json_object_new_boolean(m));
+                                json_object_object_add(e, "why", why ? json_object_new_string(why) : NULL);
+                                json_object_object_add(e, "origin", output_mark_json(&rule->mark));
+                                json_object_array_add(rules, e);
+                        } else
+                                printf("  %-5s %s (%s:%u): %s\n", m ? "MATCH" : "no", rule->name, rule->mark.file,
+                                       rule->mark.line, why ?: "");
+                        if (m)
+                                break;
+                }
+
+        if (j) {
+                json_object_object_add(j, "rules", rules);
+                output_json_print(j);
+                json_object_put(j);
+                return dp->error ? EXIT_FAILED : EXIT_OK;
+        }
+
+        if (streq(dp->rule, "IOTUNED_PROFILE"))
+                printf("  (skipped: the udev property IOTUNED_PROFILE pins the profile)\n");
+        if (dp->excluded) {
+                printf("\nResult: excluded by rule %s; iotuned leaves %s alone.\n", dp->rule, d->name);
+                return EXIT_OK;
+        }
+        if (dp->error) {
+                printf("\nResult: %s\n", dp->error);
+                return EXIT_FAILED;
+        }
+        printf("\nResult: profile %s (rule %s: %s)\n\n", dp->profile, dp->rule, dp->reason ?: "");
+        printf("  %-15s %-12s %-12s %-13s %s\n", "KNOB", "DESIRED", "CURRENT", "STATE", "FROM");
+        for (size_t k = 0; k < dp->n_settings; k++) {
+                const Setting *s = &dp->settings[k];
+                printf("  %-15s %-12s %-12s %-13s %s:%u:%u%s%s\n", s->knob->name, s->effective ?: s->desired,
+                       s->observed ?: "-", s->state == STATE_CHANGED ? "would-change" : setting_state_to_string(s->state),
+                       s->origin.file ?: "-", s->origin.line, s->origin.column, s->note ? "  # " : "", s->note ?: "");
+        }
+        return EXIT_OK;
+}
+
+static void print_profile_json(json_object *arr, const Profile *p, bool with_knobs) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "name", json_object_new_string(p->name));
+        json_object_object_add(o, "description", p->description ? json_object_new_string(p->description) : NULL);
+        json_object_object_add(o, "extends", p->extends ? json_object_new_string(p->extends) : NULL);
+        json_object_object_add(o, "path", json_object_new_string(p->path));
+        if (with_knobs) {
+                json_object *knobs = json_object_new_object();
+                for (size_t k = 0; k < _KNOB_MAX; k++) {
+                        json_object *e;
+                        if (!p->resolved[k].value)
+                                continue;
+                        e = json_object_new_object();
+                        json_object_object_add(e, "value", json_object_new_string(p->resolved[k].value));
+                        json_object_object_add(e, "origin", output_mark_json(&p->resolved[k].origin));
+                        json_object_object_add(knobs, knob_table[k].name, e);
+                }
+                json_object_object_add(o, "queue", knobs);
+        }
+        json_object_array_add(arr, o);
+}
+
+int cli_profiles(Cli *c, const char *action, const char *name) {
+        _cleanup_(config_freep) Config *cfg = NULL;
+        int ex = load_config(c, &cfg);
+        const Profile *p;
+
+        if (ex != EXIT_OK)
+                return ex;
+
+        if (!action || streq(action, "list")) {
+                if (c->json) {
+                        json_object *j = output_json_new("profiles"), *arr = json_object_new_array();
+                        for (size_t i = 0; i < cfg->n_profiles; i++)
+                                print_profile_json(arr, cfg->profiles[i], false);
+                        json_object_object_add(j, "profiles", arr);
+                        output_json_print(j);
+                        json_object_put(j);
+                        return EXIT_OK;
+                }
+                printf("%-16s %-12s %-44s %s\n", "PROFILE", "EXTENDS", "FILE", "DESCRIPTION");
+                for (size_t i = 0; i < cfg->n_profiles; i++) {
+                        p = cfg->profiles[i];
+                        printf("%-16s %-12s %-44s %s\n", p->name, p->extends ?: "-", p->path, p->description ?: "");
+                }
+                return EXIT_OK;
+        }
+
+        /* show NAME */
+        p = config_find_profile(cfg, name);
+        if (!p) {
+                log_error("No profile named '%s' (iotunectl profiles list).", name);
+                return EXIT_NO_DEVICE;
+        }
+        if (c->json) {
+                json_object *j = output_json_new("profiles-show"), *arr = json_object_new_array();
+                print_profile_json(arr, p, true);
+                json_object_object_add(j, "profile", json_object_get(json_object_array_get_idx(arr, 0)));
+                json_object_put(arr);
+                output_json_print(j);
+                json_object_put(j);
+                return EXIT_OK;
+        }
+        printf("# %s: %s\n# file: %s\n", p->name, p->description ?: "", p->path);
+        if (p->extends)
+                printf("# extends: %s\n", p->extends);
+        printf("queue:\n");
+        for (size_t k = 0; k < _KNOB_MAX; k++)
+                if (p->resolved[k].value)
+                        printf("  %-15s %-10s # %s:%u:%u\n", knob_table[k].name, p->resolved[k].value,
+                               p->resolved[k].origin.file, p->resolved[k].origin.line, p->resolved[k].origin.column);
+        return EXIT_OK;
+}
+
+int cli_check_config(Cli *c) {
+        _cleanup_(config_freep) Config *cfg = NULL;
+        int ex = load_config(c, &cfg);
+
+        if (c->json) {
+                json_object *j = output_json_new("check-config"), *files = json_object_new_array(),
+                            *masked = json_object_new_array();
+                json_object_object_add(j, "valid", json_object_new_boolean(ex == EXIT_OK));
+                if (cfg) {
+                        for (char **f = cfg->files; f && *f; f++)
+                                json_object_array_add(files, json_object_new_string(*f));
+                        for (char **f = cfg->masked; f && *f; f++)
+                                json_object_array_add(masked, json_object_new_string(*f));
+                        json_object_object_add(j, "default_profile", json_object_new_string(cfg->default_profile));
+                        json_object_object_add(j, "rules", json_object_new_int((int) cfg->n_rules));
+                        json_object_object_add(j, "profiles", json_object_new_int((int) cfg->n_profiles));
+                }
+                json_object_object_add(j, "files", files);
+                json_object_object_add(j, "masked", masked);
+                output_json_print(j);
+                json_object_put(j);
+                return ex;
+        }
+        if (ex != EXIT_OK)
+                return ex;
+        printf("Configuration is valid: %zu rule%s, %zu profile%s, default profile %s.\n", cfg->n_rules,
+               cfg->n_rules == 1 ? "" : "s", cfg->n_profiles, cfg->n_profiles == 1 ? "" : "s", cfg->default_profile);
+        printf("Files, in the order they were read:\n");
+        for (char **f = cfg->files; f && *f; f++)
+                printf("  %s\n", *f);
+        for (char **f = cfg->masked; f && *f; f++)
+                printf("  %s (masked)\n", *f);
+        return EXIT_OK;
+}

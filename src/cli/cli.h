@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <libudev.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "plan.h"
+
+/* Exit codes of iotunectl, documented in iotunectl(8). */
+enum {
+        EXIT_OK = 0,
+        EXIT_DRIFT = 1,        /* verify: some setting differs from the plan */
+        EXIT_FAILED = 2,       /* some setting could not be read, written or resolved */
+        EXIT_CONFIG = 3,       /* the configuration is invalid: nothing was applied */
+        EXIT_NO_DEVICE = 4,    /* a named device does not exist or cannot be tuned */
+        EXIT_USAGE = 64,       /* bad command line (sysexits.h EX_USAGE) */
+};
+
+typedef struct Cli {
+        const char *root;        /* "/" or a test tree (--root) */
+        const char *config_dir;  /* --config: the only configuration directory */
+        bool json;
+        bool quiet;
+        bool all;                /* also list settings that are ok */
+        char *originals_dir;     /* <root>/run/iotuned/originals */
+        struct udev *udev;
+} Cli;
+
+int cli_init(Cli *c);
+void cli_done(Cli *c);
+
+/* Each returns an exit code from the enum above. */
+int cli_plan(Cli *c, char **devices);
+int cli_apply(Cli *c, char **devices);
+int cli_verify(Cli *c, char **devices);
+int cli_restore(Cli *c, char **devices);
+int cli_explain(Cli *c, const char *device);
+int cli_profiles(Cli *c, const char *action, const char *name);
+int cli_check_config(Cli *c);
+
+/* output.c: the one rendering of a reconciled plan, as a table or as JSON
+ * (schema documented in iotunectl(8); bump OUTPUT_SCHEMA_VERSION on breaking changes). */
+#define OUTPUT_SCHEMA_VERSION 1
+
+struct json_object;
+struct json_object *output_json_new(const char *command);
+struct json_object *output_plan_json(const Plan *p, bool dry_run);
+struct json_object *output_mark_json(const Mark *m);
+void output_json_print(struct json_object *j);
+void output_plan_table(const Plan *p, bool dry_run, bool show_ok);
+void output_plan_summary(const Plan *p, const char *command, bool dry_run);

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "util.h"
+
+json_object *output_json_new(const char *command) {
+        json_object *j = json_object_new_object();
+        if (!j)
+                return NULL;
+        json_object_object_add(j, "version", json_object_new_int(OUTPUT_SCHEMA_VERSION));
+        json_object_object_add(j, "command", json_object_new_string(command));
+        return j;
+}
+
+static json_object *str_or_null(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+json_object *output_mark_json(const Mark *m) {
+        json_object *o;
+        if (!m || !m->file)
+                return NULL;
+        o = json_object_new_object();
+        json_object_object_add(o, "file", json_object_new_string(m->file));
+        json_object_object_add(o, "line", json_object_new_int((int) m->line));
+        json_object_object_add(o, "column", json_object_new_int((int) m->column));
+        return o;
+}
+
+static json_object *device_facts_json(const Device *d) {
+        json_object *o = json_object_new_object(), *q = json_object_new_array();
+        json_object_object_add(o, "syspath", json_object_new_string(d->syspath));
+        json_object_object_add(o, "devnode", str_or_null(d->devnode));
+        json_object_object_add(o, "transport", json_object_new_string(d->transport));
+        json_object_object_add(o, "model", str_or_null(d->model));
+        json_object_object_add(o, "serial", str_or_null(d->serial));
+        json_object_object_add(o, "firmware", str_or_null(d->firmware));
+        json_object_object_add(o, "wwn", str_or_null(d->wwn));
+        json_object_object_add(o, "rotational", json_object_new_boolean(d->rotational));
+        json_object_object_add(o, "size_bytes", json_object_new_uint64(d->size_bytes));
+        json_object_object_add(o, "numa_node", json_object_new_int(d->numa_node));
+        json_object_object_add(o, "blk_mq", json_object_new_boolean(d->has_mq));
+        json_object_object_add(o, "multipath_head", json_object_new_boolean(d->multipath_head));
+        json_object_object_add(o, "multipath_head_name", str_or_null(d->multipath_head_name));
+        json_object_object_add(o, "nr_tags", json_object_new_int((int) d->nr_tags));
+        for (size_t i = 0; i < d->n_queues; i++) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "index", json_object_new_int((int) d->queues[i].index));
+                json_object_object_add(e, "cpu_list", str_or_null(d->queues[i].cpu_list));
+                json_object_array_add(q, e);
+        }
+        json_object_object_add(o, "hw_queues", q);
+        return o;
+}
+
+json_object *output_plan_json(const Plan *p, bool dry_run) {
+        json_object *devs = json_object_new_array(), *summary = json_object_new_object(),
+                    *states = json_object_new_object(), *o = json_object_new_object();
+        unsigned counts[_STATE_MAX];
+
+        for (size_t i = 0; i < p->n; i++) {
+                const DevicePlan *dp = p->devices[i];
+                json_object *d = json_object_new_object(), *settings = json_object_new_array();
+
+                json_object_object_add(d, "device", json_object_new_string(dp->device->name));
+                json_object_object_add(d, "profile", str_or_null(dp->profile));
+                json_object_object_add(d, "rule", str_or_null(dp->rule));
+                json_object_object_add(d, "reason", str_or_null(dp->reason));
+                json_object_object_add(d, "excluded", json_object_new_boolean(dp->excluded));
+                json_object_object_add(d, "error", str_or_null(dp->error));
+                json_object_object_add(d, "facts", device_facts_json(dp->device));
+                for (size_t k = 0; k < dp->n_settings; k++) {
+                        const Setting *s = &dp->settings[k];
+                        json_object *e = json_object_new_object();
+                        json_object_object_add(e, "knob", json_object_new_string(s->knob->name));
+                        json_object_object_add(e, "desired", json_object_new_string(s->desired));
+                        json_object_object_add(e, "effective", str_or_null(s->effective));
+                        json_object_object_add(e, "observed", str_or_null(s->observed));
+                        json_object_object_add(e, "state", json_object_new_string(setting_state_to_string(s->state)));
+                        json_object_object_add(e, "note", str_or_null(s->note));
+                        json_object_object_add(e, "errno", s->error ? json_object_new_int(-s->error) : NULL);
+                        json_object_object_add(e, "origin", output_mark_json(&s->origin));
+                        json_object_array_add(settings, e);
+                }
+                json_object_object_add(d, "settings", settings);
+                json_object_array_add(devs, d);
+        }
+
+        plan_count_states(p, counts);
+        for (size_t s = 0; s < _STATE_MAX; s++)
+                json_object_object_add(states, setting_state_to_string(s), json_object_new_int((int) counts[s]));
+        json_object_object_add(summary, "devices", json_object_new_int((int) p->n));
+        json_object_object_add(summary, "settings", states);
+
+        json_object_object_add(o, "dry_run", json_object_new_boolean(dry_run));
+        json_object_object_add(o, "devices", devs);
+        json_object_object_add(o, "summary", summary);
+        return o;
+}
+
+void output_json_print(json_object *j) {
+        puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+static const char *state_label(const Setting *s, bool dry_run) {
+        if (dry_run && s->state == STATE_CHANGED)
+                return "would-change";
+        return setting_state_to_string(s->state);
+}
+
+/* Column widths are computed from the content so the table stays readable for
+ * long names like nvme12c34n1 and notes stay at the end of the line. */
+void output_plan_table(const Plan *p, bool dry_run, bool show_ok) {
+        int wd = 6, wk = 4, wc = 7, wx = 7, ws = 5, wp = 7;
+        bool any = false;
+
+        for (size_t i = 0; i < p->n; i++) {
+                const DevicePlan *dp = p->devices[i];
+                wd = MAX(wd, (int) strlen(dp->device->name));
+                wp = MAX(wp, (int) strlen(dp->profile ?: "-"));
+                for (size_t k = 0; k < dp->n_settings; k++) {
+                        const Setting *s = &dp->settings[k];
+                        wk = MAX(wk, (int) strlen(s->knob->name));
+                        wc = MAX(wc, (int) strlen(s->observed ?: "-"));
+                        wx = MAX(wx, (int) strlen(s->effective ?: s->desired));
+                        ws = MAX(ws, (int) strlen(state_label(s, dry_run)));
+                }
+        }
+
+        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %s\n", wd, "DEVICE", wk, "KNOB", wc, "CURRENT", wx, "DESIRED", ws,
+               "STATE", wp, "PROFILE", "NOTE");
+        for (size_t i = 0; i < p->n; i++) {
+                const DevicePlan *dp = p->devices[i];
+
+                if (dp->excluded) {
+                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  excluded by rule %s\n", wd, dp->device->name, wk,
+                               "-", wc, "-", wx, "-", ws, "-", wp, "-", dp->rule);
+                        any = true;
+                        continue;
+                }
+                if (dp->error) {
+                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %s\n", wd, dp->device->name, wk, "-", wc, "-", wx,
+                               "-", ws, "failed", wp, dp->profile ?: "-", dp->error);
+                        any = true;
+                        continue;
+                }
+                for (size_t k = 0; k < dp->n_settings; k++) {
+                        const Setting *s = &dp->settings[k];
+                        if (!show_ok && s->state == STATE_OK)
+                                continue;
+                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %s\n", wd, dp->device->name, wk, s->knob->name,
+                               wc, s->observed ?: "-", wx, s->effective ?: s->desired, ws, state_label(s, dry_run),
+                               wp, dp->profile, s->note ?: "");
+                        any = true;
+                }
+        }
+        if (!any)
+                printf("(no settings to show)\n");
+}
+
+void output_plan_summary(const Plan *p, const char *command, bool dry_run) {
+        unsigned counts[_STATE_MAX];
+        bool first = true;
+
+        plan_count_states(p, counts);
+        printf("\n%s: %zu device%s", command, p->n, p->n == 1 ? "" : "s");
+        for (size_t s = 0; s < _STATE_MAX; s++) {
+                if (!counts[s])
+                        continue;
+                printf("%s %u %s", first ? ";" : ",", counts[s],
+                       dry_run && s == STATE_CHANGED ? "would change" : setting_state_to_string(s));
+                first = false;
+        }
+        printf("\n");
+}

@@ -1,0 +1,974 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <dirent.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "builtin.h"
+#include "config.h"
+#include "util.h"
+#include "yaml-node.h"
+
+#define MAIN_CONFIG "iotuned.yaml"
+#define DROPIN_DIR "iotuned.yaml.d"
+#define PROFILE_DIR "profiles"
+#define DEFAULT_PROFILE "mixed"
+
+const char *const discovery_class_names[_DISCOVERY_MAX] = {
+        [DISCOVERY_LOOP] = "loop",
+        [DISCOVERY_DM] = "dm",
+        [DISCOVERY_MD] = "md",
+        [DISCOVERY_ZRAM] = "zram",
+};
+
+/* Transports a rule can match; probe/device.c produces exactly these. */
+static const char *const transports[] = {
+        "pcie", "tcp", "rdma", "fc", "loop", "virtio", "sata", "scsi", "usb", "mmc",
+        "null", "dm", "md", "zram", "unknown",
+};
+
+/* ---- paths ------------------------------------------------------------------- */
+
+void config_paths_done(ConfigPaths *p) {
+        p->dirs = strv_free(p->dirs);
+}
+
+int config_paths_default(const char *root, const char *config_dir, ConfigPaths *ret) {
+        static const char *const std[] = { IOTUNED_ETC_DIR, IOTUNED_RUN_DIR, IOTUNED_VENDOR_DIR };
+        ConfigPaths p = { .builtin = true };
+
+        if (config_dir) {
+                if (strv_extend(&p.dirs, config_dir) < 0)
+                        return -ENOMEM;
+        } else
+                for (size_t i = 0; i < ELEMENTSOF(std); i++) {
+                        char *d = path_join(root && !streq(root, "/") ? root : "", std[i]);
+                        if (!d || strv_push(&p.dirs, d) < 0) {
+                                config_paths_done(&p);
+                                return -ENOMEM;
+                        }
+                }
+        *ret = p;
+        return 0;
+}
+
+/* ---- small frees ------------------------------------------------------------- */
+
+static void value_done(Value *v) {
+        free(v->value);
+        v->value = NULL;
+        mark_done(&v->origin);
+}
+
+static Profile *profile_free(Profile *p) {
+        if (!p)
+                return NULL;
+        free(p->name);
+        free(p->description);
+        free(p->path);
+        free(p->extends);
+        mark_done(&p->extends_mark);
+        for (size_t i = 0; i < _KNOB_MAX; i++) {
+                value_done(&p->knobs[i]);
+                value_done(&p->resolved[i]);
+        }
+        free(p);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Profile *, profile_free);
+
+static void match_done(Match *m) {
+        free(m->kernel);
+        free(m->transport);
+        free(m->model);
+        free(m->serial);
+        free(m->firmware);
+        free(m->wwn);
+        for (size_t i = 0; i < m->n_udev; i++) {
+                free(m->udev[i].key);
+                free(m->udev[i].glob);
+        }
+        free(m->udev);
+}
+
+static void rule_done(Rule *r) {
+        free(r->name);
+        mark_done(&r->mark);
+        match_done(&r->match);
+        free(r->profile);
+        mark_done(&r->profile_mark);
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                value_done(&r->set[i]);
+}
+
+Config *config_free(Config *c) {
+        if (!c)
+                return NULL;
+        free(c->default_profile);
+        mark_done(&c->default_profile_mark);
+        for (size_t i = 0; i < c->n_rules; i++)
+                rule_done(&c->rules[i]);
+        free(c->rules);
+        for (size_t i = 0; i < c->n_profiles; i++)
+                profile_free(c->profiles[i]);
+        free(c->profiles);
+        strv_free(c->files);
+        strv_free(c->masked);
+        free(c);
+        return NULL;
+}
+
+const Profile *config_find_profile(const Config *c, const char *name) {
+        for (size_t i = 0; i < c->n_profiles; i++)
+                if (streq(c->profiles[i]->name, name))
+                        return c->profiles[i];
+        return NULL;
+}
+
+/* ---- typed accessors on the YAML tree (each adds a diagnostic on mismatch) ----- */
+
+static bool expect_kind(const YNode *n, YNodeKind kind, const char *what, Diag *d) {
+        if (n->kind == kind)
+                return true;
+        diag_add(d, &n->mark, "'%s' must be %s, got %s", what, ynode_kind_name(kind), ynode_kind_name(n->kind));
+        return false;
+}
+
+static bool expect_string(const YNode *n, const char *what, Diag *d) {
+        if (!expect_kind(n, YNODE_SCALAR, what, d))
+                return false;
+        if (ynode_is_null(n)) {
+                diag_add(d, &n->mark, "'%s' must not be empty", what);
+                return false;
+        }
+        return true;
+}
+
+static void unknown_key(const YPair *p, const char *where, const char *const *keys, size_t n_keys, Diag *d) {
+        char expected[512] = "";
+        size_t off = 0;
+        for (size_t i = 0; i < n_keys && off < sizeof(expected); i++)
+                off += snprintf(expected + off, sizeof(expected) - off, "%s%s", i ? ", " : "", keys[i]);
+        diag_add(d, &p->key->mark, "unknown key '%s' in %s; expected one of: %s", p->key->scalar, where, expected);
+}
+
+static bool valid_profile_name(const char *s) {
+        if (!s[0] || strlen(s) > 64 || !(islower((unsigned char) s[0]) || isdigit((unsigned char) s[0])))
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!(islower((unsigned char) *p) || isdigit((unsigned char) *p) || *p == '-' || *p == '_'))
+                        return false;
+        return true;
+}
+
+static int parse_profile_name(const YNode *n, const char *what, char **ret, Diag *d) {
+        char *c;
+        if (!expect_string(n, what, d))
+                return -EINVAL;
+        if (!valid_profile_name(n->scalar))
+                return diag_add(d, &n->mark, "invalid profile name '%s' for '%s': expected lowercase letters, digits, '-' and '_'",
+                                n->scalar, what);
+        c = strdup(n->scalar);
+        if (!c)
+                return -ENOMEM;
+        *ret = c;
+        return 0;
+}
+
+static int parse_bool_node(const YNode *n, const char *what, bool *ret, Diag *d) {
+        int b;
+        if (!expect_string(n, what, d))
+                return -EINVAL;
+        b = n->quoted ? -EINVAL : parse_boolean(n->scalar);
+        if (b < 0)
+                return diag_add(d, &n->mark, "invalid value '%s' for '%s': expected true or false", n->scalar, what);
+        *ret = b;
+        return 0;
+}
+
+int config_parse_knob_value(const Knob *k, const char *value, char **ret) {
+        return k->parse(value, ret);
+}
+
+/* A `queue:` section of knobs, in a profile or a rule's `set:`. */
+static int parse_knob_section(const YNode *sec, const char *section, Value values[_KNOB_MAX], Diag *d) {
+        int r = 0;
+
+        if (!expect_kind(sec, YNODE_MAPPING, section, d))
+                return -EINVAL;
+        for (size_t i = 0; i < sec->n_pairs; i++) {
+                const YPair *p = &sec->pairs[i];
+                const Knob *k = knob_by_name(p->key->scalar);
+                char *canon = NULL;
+                int q;
+
+                if (!k || !streq(k->section, section)) {
+                        const char *names[_KNOB_MAX];
+                        size_t n = 0;
+                        for (size_t j = 0; j < _KNOB_MAX; j++)
+                                if (streq(knob_table[j].section, section))
+                                        names[n++] = knob_table[j].name;
+                        unknown_key(p, section, names, n, d);
+                        r = -EINVAL;
+                        continue;
+                }
+                if (p->value->kind != YNODE_SCALAR || ynode_is_null(p->value)) {
+                        diag_add(d, &p->value->mark, "missing value for %s: expected %s", k->name, k->expected);
+                        r = -EINVAL;
+                        continue;
+                }
+                q = k->parse(p->value->scalar, &canon);
+                if (q == -ENOMEM)
+                        return q;
+                if (q == -ERANGE) {
+                        diag_add(d, &p->value->mark, "value '%s' for %s is out of range: expected %s",
+                                 p->value->scalar, k->name, k->expected);
+                        r = -EINVAL;
+                        continue;
+                }
+                if (q < 0) {
+                        diag_add(d, &p->value->mark, "invalid value '%s' for %s: expected %s", p->value->scalar,
+                                 k->name, k->expected);
+                        r = -EINVAL;
+                        continue;
+                }
+                value_done(&values[k->id]);
+                values[k->id].value = canon;
+                if (mark_copy(&values[k->id].origin, &p->value->mark) < 0)
+                        return -ENOMEM;
+        }
+        return r;
+}
+
+/* The sections a profile (and a rule's `set:`) may have. Only sections whose knobs
+ * exist are accepted: a key we would silently ignore is worse than an error. */
+static int parse_knob_sections(const YNode *pair_value, const char *key, Value values[_KNOB_MAX], Diag *d,
+                               bool *handled) {
+        *handled = streq(key, "queue");
+        if (!*handled)
+                return 0;
+        return parse_knob_section(pair_value, key, values, d);
+}
+
+/* ---- profiles ---------------------------------------------------------------- */
+
+static int parse_profile(const YNode *root, const char *path, const char *basename_name, Profile **ret, Diag *d) {
+        static const char *const keys[] = { "name", "description", "extends", "queue" };
+        _cleanup_(profile_freep) Profile *p = NULL;
+        int r = 0;
+
+        p = calloc(1, sizeof(Profile));
+        if (!p)
+                return -ENOMEM;
+        p->path = strdup(path);
+        p->name = strdup(basename_name);
+        if (!p->path || !p->name)
+                return -ENOMEM;
+
+        if (root) {
+                if (!expect_kind(root, YNODE_MAPPING, "profile", d))
+                        return -EINVAL;
+                for (size_t i = 0; i < root->n_pairs; i++) {
+                        const YPair *kv = &root->pairs[i];
+                        const char *key = kv->key->scalar;
+                        bool handled;
+
+                        if (streq(key, "name")) {
+                                if (!expect_string(kv->value, "name", d))
+                                        r = -EINVAL;
+                                else if (!streq(kv->value->scalar, basename_name))
+                                        r = diag_add(d, &kv->value->mark,
+                                                     "profile name '%s' does not match its file name (expected '%s')",
+                                                     kv->value->scalar, basename_name);
+                        } else if (streq(key, "description")) {
+                                if (!expect_string(kv->value, "description", d))
+                                        r = -EINVAL;
+                                else {
+                                        free(p->description);
+                                        p->description = strdup(kv->value->scalar);
+                                        if (!p->description)
+                                                return -ENOMEM;
+                                }
+                        } else if (streq(key, "extends")) {
+                                free(p->extends);
+                                p->extends = NULL;
+                                if (parse_profile_name(kv->value, "extends", &p->extends, d) < 0)
+                                        r = -EINVAL;
+                                else if (mark_copy(&p->extends_mark, &kv->value->mark) < 0)
+                                        return -ENOMEM;
+                        } else {
+                                int q = parse_knob_sections(kv->value, key, p->knobs, d, &handled);
+                                if (q == -ENOMEM)
+                                        return q;
+                                if (q < 0)
+                                        r = q;
+                                if (!handled) {
+                                        unknown_key(kv, "profile", keys, ELEMENTSOF(keys), d);
+                                        r = -EINVAL;
+                                }
+                        }
+                }
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+static Profile *find_profile_mut(Config *c, const char *name) {
+        for (size_t i = 0; i < c->n_profiles; i++)
+                if (streq(c->profiles[i]->name, name))
+                        return c->profiles[i];
+        return NULL;
+}
+
+/* Check every `extends:` reference: the parent exists and the chain never comes back
+ * to where it started. Each profile of a cycle is reported at its own line. */
+static int check_extends(Config *c, Diag *d) {
+        int r = 0;
+
+        for (size_t i = 0; i < c->n_profiles; i++) {
+                Profile *p = c->profiles[i], *q = p;
+                char chain[1024];
+                size_t off;
+
+                if (!p->extends)
+                        continue;
+                if (!find_profile_mut(c, p->extends)) {
+                        r = diag_add(d, &p->extends_mark, "profile '%s' extends unknown profile '%s'", p->name,
+                                     p->extends);
+                        continue;
+                }
+                off = snprintf(chain, sizeof(chain), "%s", p->name);
+                for (size_t steps = 0; q && q->extends && steps <= c->n_profiles; steps++) {
+                        q = find_profile_mut(c, q->extends);
+                        if (!q)
+                                break;
+                        if (off < sizeof(chain))
+                                off += snprintf(chain + off, sizeof(chain) - off, " -> %s", q->name);
+                        if (q == p) {
+                                r = diag_add(d, &p->extends_mark, "'extends' cycle: %s", chain);
+                                break;
+                        }
+                }
+        }
+        return r;
+}
+
+/* Fill `resolved` from the profile and its ancestors (no cycles: check_extends ran). */
+static int resolve_profile(Config *c, Profile *p) {
+        Profile *parent = p->extends ? find_profile_mut(c, p->extends) : NULL;
+        int r;
+
+        if (parent && !parent->resolved_done) {
+                r = resolve_profile(c, parent);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t k = 0; k < _KNOB_MAX; k++) {
+                const Value *src = p->knobs[k].value ? &p->knobs[k] : parent ? &parent->resolved[k] : NULL;
+                if (!src || !src->value || p->resolved[k].value)
+                        continue;
+                p->resolved[k].value = strdup(src->value);
+                if (!p->resolved[k].value || mark_copy(&p->resolved[k].origin, &src->origin) < 0)
+                        return -ENOMEM;
+        }
+        p->resolved_done = true;
+        return 0;
+}
+
+/* ---- rules ------------------------------------------------------------------- */
+
+static int dup_glob(const YNode *n, const char *what, char **ret, Diag *d) {
+        if (!expect_string(n, what, d))
+                return -EINVAL;
+        free(*ret);
+        *ret = strdup(n->scalar);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int parse_size_range(const YNode *n, Match *m, Diag *d) {
+        /* `size: { min: 100G, max: 4T }` (either bound optional) */
+        uint64_t lo = 0, hi = UINT64_MAX;
+
+        if (!expect_kind(n, YNODE_MAPPING, "size", d))
+                return -EINVAL;
+        for (size_t i = 0; i < n->n_pairs; i++) {
+                const YPair *p = &n->pairs[i];
+                uint64_t v;
+                if (!streq(p->key->scalar, "min") && !streq(p->key->scalar, "max")) {
+                        static const char *const keys[] = { "min", "max" };
+                        unknown_key(p, "size", keys, 2, d);
+                        return -EINVAL;
+                }
+                if (!expect_string(p->value, p->key->scalar, d))
+                        return -EINVAL;
+                if (parse_size(p->value->scalar, &v) < 0)
+                        return diag_add(d, &p->value->mark,
+                                        "invalid size '%s': expected bytes with an optional K, M, G, T or P suffix",
+                                        p->value->scalar);
+                if (streq(p->key->scalar, "min"))
+                        lo = v;
+                else
+                        hi = v;
+        }
+        if (lo > hi)
+                return diag_add(d, &n->mark, "size range is empty: min is larger than max");
+        m->has_size = true;
+        m->size_min = lo;
+        m->size_max = hi;
+        return 0;
+}
+
+static int parse_match(const YNode *n, Match *m, Diag *d) {
+        static const char *const keys[] = { "kernel", "transport", "model", "serial", "firmware", "wwn",
+                                            "rotational", "numa_node", "size", "udev" };
+        int r = 0;
+
+        if (!expect_kind(n, YNODE_MAPPING, "match", d))
+                return -EINVAL;
+        for (size_t i = 0; i < n->n_pairs; i++) {
+                const YPair *p = &n->pairs[i];
+                const char *key = p->key->scalar;
+                int q = 0;
+
+                if (streq(key, "kernel"))
+                        q = dup_glob(p->value, key, &m->kernel, d);
+                else if (streq(key, "model"))
+                        q = dup_glob(p->value, key, &m->model, d);
+                else if (streq(key, "serial"))
+                        q = dup_glob(p->value, key, &m->serial, d);
+                else if (streq(key, "firmware"))
+                        q = dup_glob(p->value, key, &m->firmware, d);
+                else if (streq(key, "wwn"))
+                        q = dup_glob(p->value, key, &m->wwn, d);
+                else if (streq(key, "transport")) {
+                        q = dup_glob(p->value, key, &m->transport, d);
+                        if (q == 0) {
+                                bool ok = false;
+                                for (size_t j = 0; j < ELEMENTSOF(transports); j++)
+                                        ok = ok || streq(transports[j], m->transport);
+                                if (!ok)
+                                        q = diag_add(d, &p->value->mark,
+                                                     "unknown transport '%s': expected pcie, tcp, rdma, fc, loop, virtio, "
+                                                     "sata, scsi, usb, mmc, null, dm, md, zram or unknown",
+                                                     m->transport);
+                        }
+                } else if (streq(key, "rotational")) {
+                        bool b;
+                        q = parse_bool_node(p->value, key, &b, d);
+                        if (q == 0)
+                                m->rotational = b ? TRI_TRUE : TRI_FALSE;
+                } else if (streq(key, "numa_node")) {
+                        int v;
+                        if (!expect_string(p->value, key, d))
+                                q = -EINVAL;
+                        else if (safe_atoi(p->value->scalar, &v) < 0 || v < -1 || v > 1023)
+                                q = diag_add(d, &p->value->mark,
+                                             "invalid numa_node '%s': expected a node number, or -1 for none",
+                                             p->value->scalar);
+                        else {
+                                m->has_numa_node = true;
+                                m->numa_node = v;
+                        }
+                } else if (streq(key, "size"))
+                        q = parse_size_range(p->value, m, d);
+                else if (streq(key, "udev")) {
+                        if (!expect_kind(p->value, YNODE_MAPPING, "udev", d))
+                                q = -EINVAL;
+                        else {
+                                m->udev = calloc(p->value->n_pairs ?: 1, sizeof(UdevMatch));
+                                if (!m->udev)
+                                        return -ENOMEM;
+                                for (size_t j = 0; j < p->value->n_pairs; j++) {
+                                        const YPair *u = &p->value->pairs[j];
+                                        if (!expect_string(u->value, u->key->scalar, d)) {
+                                                q = -EINVAL;
+                                                continue;
+                                        }
+                                        m->udev[m->n_udev].key = strdup(u->key->scalar);
+                                        m->udev[m->n_udev].glob = strdup(u->value->scalar);
+                                        m->n_udev++;
+                                        if (!m->udev[m->n_udev - 1].key || !m->udev[m->n_udev - 1].glob)
+                                                return -ENOMEM;
+                                }
+                        }
+                } else {
+                        unknown_key(p, "match", keys, ELEMENTSOF(keys), d);
+                        q = -EINVAL;
+                }
+                if (q == -ENOMEM)
+                        return q;
+                if (q < 0)
+                        r = q;
+        }
+        return r;
+}
+
+static int parse_rule(const YNode *n, Rule *rule, Diag *d) {
+        static const char *const keys[] = { "name", "match", "profile", "exclude", "set" };
+        bool has_match = false;
+        int r = 0;
+
+        rule->match.rotational = TRI_UNSET;
+        if (mark_copy(&rule->mark, &n->mark) < 0)
+                return -ENOMEM;
+        if (!expect_kind(n, YNODE_MAPPING, "rule", d))
+                return -EINVAL;
+
+        for (size_t i = 0; i < n->n_pairs; i++) {
+                const YPair *p = &n->pairs[i];
+                const char *key = p->key->scalar;
+                int q = 0;
+
+                if (streq(key, "name"))
+                        q = dup_glob(p->value, key, &rule->name, d);
+                else if (streq(key, "match")) {
+                        has_match = true;
+                        q = parse_match(p->value, &rule->match, d);
+                } else if (streq(key, "profile")) {
+                        q = parse_profile_name(p->value, "profile", &rule->profile, d);
+                        if (q == 0 && mark_copy(&rule->profile_mark, &p->value->mark) < 0)
+                                return -ENOMEM;
+                } else if (streq(key, "exclude"))
+                        q = parse_bool_node(p->value, key, &rule->exclude, d);
+                else if (streq(key, "set")) {
+                        if (!expect_kind(p->value, YNODE_MAPPING, "set", d))
+                                q = -EINVAL;
+                        else
+                                for (size_t j = 0; j < p->value->n_pairs; j++) {
+                                        const YPair *s = &p->value->pairs[j];
+                                        bool handled;
+                                        int t = parse_knob_sections(s->value, s->key->scalar, rule->set, d, &handled);
+                                        if (t == -ENOMEM)
+                                                return t;
+                                        if (!handled) {
+                                                static const char *const sections[] = { "queue" };
+                                                unknown_key(s, "set", sections, 1, d);
+                                                t = -EINVAL;
+                                        }
+                                        if (t < 0)
+                                                q = t;
+                                }
+                } else {
+                        unknown_key(p, "rule", keys, ELEMENTSOF(keys), d);
+                        q = -EINVAL;
+                }
+                if (q == -ENOMEM)
+                        return q;
+                if (q < 0)
+                        r = q;
+        }
+
+        if (!has_match)
+                r = diag_add(d, &n->mark, "rule has no 'match:' (use 'match: {}' to match every device)");
+        if (rule->exclude && rule->profile)
+                r = diag_add(d, &n->mark, "rule has both 'profile' and 'exclude: true'; choose one");
+        else if (!rule->exclude && !rule->profile && r == 0)
+                r = diag_add(d, &n->mark, "rule needs 'profile: NAME' or 'exclude: true'");
+        if (rule->exclude)
+                for (size_t k = 0; k < _KNOB_MAX; k++)
+                        if (rule->set[k].value)
+                                return diag_add(d, &rule->set[k].origin, "an excluding rule cannot 'set' values");
+        if (!rule->name && asprintf_safe(&rule->name, "%s:%u", n->mark.file, n->mark.line) < 0)
+                return -ENOMEM;
+        return r;
+}
+
+/* One main-config or drop-in file. Rules land in `*rules` in file order; `*reset`
+ * says the file set `rules: []`, clearing rules from files read before it. */
+typedef struct FileConfig {
+        char *default_profile;
+        Mark default_profile_mark;
+        Rule *rules;
+        size_t n_rules;
+        bool rules_set;
+        int discover[_DISCOVERY_MAX]; /* -1 unset */
+} FileConfig;
+
+static void file_config_done(FileConfig *f) {
+        free(f->default_profile);
+        mark_done(&f->default_profile_mark);
+        for (size_t i = 0; i < f->n_rules; i++)
+                rule_done(&f->rules[i]);
+        free(f->rules);
+}
+
+static int parse_main(const YNode *root, FileConfig *fc, Diag *d) {
+        static const char *const keys[] = { "default_profile", "rules", "discovery" };
+        int r = 0;
+
+        for (size_t i = 0; i < _DISCOVERY_MAX; i++)
+                fc->discover[i] = -1;
+        if (!root)
+                return 0;
+        if (!expect_kind(root, YNODE_MAPPING, "configuration", d))
+                return -EINVAL;
+
+        for (size_t i = 0; i < root->n_pairs; i++) {
+                const YPair *p = &root->pairs[i];
+                const char *key = p->key->scalar;
+                int q = 0;
+
+                if (streq(key, "default_profile")) {
+                        q = parse_profile_name(p->value, key, &fc->default_profile, d);
+                        if (q == 0 && mark_copy(&fc->default_profile_mark, &p->value->mark) < 0)
+                                return -ENOMEM;
+                } else if (streq(key, "rules")) {
+                        fc->rules_set = true;
+                        if (ynode_is_null(p->value) && p->value->kind == YNODE_SCALAR)
+                                continue; /* `rules:` alone: an empty list */
+                        if (!expect_kind(p->value, YNODE_SEQUENCE, "rules", d)) {
+                                r = -EINVAL;
+                                continue;
+                        }
+                        fc->rules = calloc(p->value->n_items ?: 1, sizeof(Rule));
+                        if (!fc->rules)
+                                return -ENOMEM;
+                        for (size_t j = 0; j < p->value->n_items; j++) {
+                                int t = parse_rule(p->value->items[j], &fc->rules[fc->n_rules++], d);
+                                if (t == -ENOMEM)
+                                        return t;
+                                if (t < 0)
+                                        q = t;
+                        }
+                } else if (streq(key, "discovery")) {
+                        if (!expect_kind(p->value, YNODE_MAPPING, "discovery", d)) {
+                                r = -EINVAL;
+                                continue;
+                        }
+                        for (size_t j = 0; j < p->value->n_pairs; j++) {
+                                const YPair *c = &p->value->pairs[j];
+                                size_t k;
+                                bool b;
+                                for (k = 0; k < _DISCOVERY_MAX; k++)
+                                        if (streq(discovery_class_names[k], c->key->scalar))
+                                                break;
+                                if (k == _DISCOVERY_MAX) {
+                                        unknown_key(c, "discovery", discovery_class_names, _DISCOVERY_MAX, d);
+                                        q = -EINVAL;
+                                } else if (parse_bool_node(c->value, c->key->scalar, &b, d) < 0)
+                                        q = -EINVAL;
+                                else
+                                        fc->discover[k] = b;
+                        }
+                } else {
+                        unknown_key(p, "configuration", keys, ELEMENTSOF(keys), d);
+                        q = -EINVAL;
+                }
+                if (q == -ENOMEM)
+                        return q;
+                if (q < 0)
+                        r = q;
+        }
+        return r;
+}
+
+/* ---- file collection with systemd precedence -------------------------------- */
+
+typedef struct ConfFile {
+        char *name;        /* basename, the override key */
+        char *path;        /* shown in marks; BUILTIN_PREFIX/... for embedded */
+        const char *text;  /* embedded contents, or NULL to read `path` */
+        bool masked;
+} ConfFile;
+
+typedef struct ConfFiles {
+        ConfFile *items;
+        size_t n;
+} ConfFiles;
+
+static void conf_files_done(ConfFiles *f) {
+        for (size_t i = 0; i < f->n; i++) {
+                free(f->items[i].name);
+                free(f->items[i].path);
+        }
+        free(f->items);
+}
+
+static bool is_masked(const char *path) {
+        char target[PATH_MAX];
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n < 0)
+                return false;
+        target[n] = 0;
+        return streq(target, "/dev/null");
+}
+
+static int conf_files_add(ConfFiles *f, const char *name, const char *path, const char *text, bool masked) {
+        ConfFile *n;
+        for (size_t i = 0; i < f->n; i++)
+                if (streq(f->items[i].name, name))
+                        return 0; /* a more important directory already has this name */
+        n = realloc(f->items, (f->n + 1) * sizeof(ConfFile));
+        if (!n)
+                return -ENOMEM;
+        f->items = n;
+        n[f->n] = (ConfFile) { .name = strdup(name), .path = strdup(path), .text = text, .masked = masked };
+        if (!n[f->n].name || !n[f->n].path) {
+                free(n[f->n].name);
+                free(n[f->n].path);
+                return -ENOMEM;
+        }
+        f->n++;
+        return 0;
+}
+
+static int cmp_conf_file(const void *a, const void *b) {
+        return strcmp(((const ConfFile *) a)->name, ((const ConfFile *) b)->name);
+}
+
+/* Collect the *.yaml files of `subdir` (or the single file `single`) over all directories. */
+static int collect(const ConfigPaths *paths, const char *subdir, const char *single, ConfFiles *out, Diag *d) {
+        int r;
+
+        for (char **dir = paths->dirs; dir && *dir; dir++) {
+                _cleanup_free_ char *base = subdir ? path_join(*dir, subdir) : strdup(*dir);
+                DIR *dh;
+                struct dirent *de;
+
+                if (!base)
+                        return -ENOMEM;
+                if (single) {
+                        _cleanup_free_ char *p = path_join(base, single);
+                        struct stat st;
+                        if (!p)
+                                return -ENOMEM;
+                        if (lstat(p, &st) < 0)
+                                continue;
+                        r = conf_files_add(out, single, p, NULL, is_masked(p));
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                dh = opendir(base);
+                if (!dh) {
+                        if (errno != ENOENT && errno != ENOTDIR)
+                                diag_add_file(d, base, "cannot read directory: %s", strerror(errno));
+                        continue;
+                }
+                while ((de = readdir(dh))) {
+                        _cleanup_free_ char *p = NULL;
+                        if (de->d_name[0] == '.' || !endswith(de->d_name, ".yaml"))
+                                continue;
+                        p = path_join(base, de->d_name);
+                        if (!p || conf_files_add(out, de->d_name, p, NULL, is_masked(p)) < 0) {
+                                closedir(dh);
+                                return -ENOMEM;
+                        }
+                }
+                closedir(dh);
+        }
+
+        if (paths->builtin)
+                for (size_t i = 0; i < builtin_files_count; i++) {
+                        const char *rel = builtin_files[i].path, *name = strrchr(rel, '/');
+                        _cleanup_free_ char *shown = NULL;
+                        name = name ? name + 1 : rel;
+                        if (single ? !streq(rel, single)
+                                   : !(subdir && startswith(rel, subdir) && rel[strlen(subdir)] == '/' &&
+                                       !strchr(rel + strlen(subdir) + 1, '/')))
+                                continue;
+                        shown = path_join(BUILTIN_PREFIX, rel);
+                        if (!shown || conf_files_add(out, name, shown, builtin_files[i].contents, false) < 0)
+                                return -ENOMEM;
+                }
+
+        if (out->n > 1)
+                qsort(out->items, out->n, sizeof(ConfFile), cmp_conf_file);
+        return 0;
+}
+
+static int parse_conf_file(const ConfFile *f, YNode **ret, Diag *d) {
+        if (f->text)
+                return ynode_parse_string(f->text, strlen(f->text), f->path, ret, d);
+        return ynode_parse_file(f->path, ret, d);
+}
+
+/* ---- the loader -------------------------------------------------------------- */
+
+static int merge_file(Config *c, FileConfig *fc, Rule **all_rules, size_t *n_all) {
+        if (fc->default_profile) {
+                free(c->default_profile);
+                c->default_profile = TAKE_PTR(fc->default_profile);
+                mark_done(&c->default_profile_mark);
+                c->default_profile_mark = fc->default_profile_mark;
+                fc->default_profile_mark = (Mark) {};
+        }
+        for (size_t i = 0; i < _DISCOVERY_MAX; i++)
+                if (fc->discover[i] >= 0)
+                        c->discover[i] = fc->discover[i];
+        if (fc->rules_set) {
+                /* A later file's rules are tried before an earlier file's (later wins);
+                 * `rules: []` drops everything read so far. */
+                Rule *n;
+                if (fc->n_rules == 0) {
+                        for (size_t i = 0; i < *n_all; i++)
+                                rule_done(&(*all_rules)[i]);
+                        *n_all = 0;
+                        return 0;
+                }
+                n = realloc(*all_rules, (*n_all + fc->n_rules) * sizeof(Rule));
+                if (!n)
+                        return -ENOMEM;
+                memmove(n + fc->n_rules, n, *n_all * sizeof(Rule));
+                memcpy(n, fc->rules, fc->n_rules * sizeof(Rule));
+                *all_rules = n;
+                *n_all += fc->n_rules;
+                free(fc->rules);
+                fc->rules = NULL;
+                fc->n_rules = 0;
+        }
+        return 0;
+}
+
+int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
+        _cleanup_(config_freep) Config *c = NULL;
+        ConfFiles mains = {}, dropins = {}, profiles = {};
+        size_t diag_before = d->n;
+        int r = 0;
+
+        c = calloc(1, sizeof(Config));
+        if (!c)
+                return -ENOMEM;
+
+        if ((r = collect(paths, NULL, MAIN_CONFIG, &mains, d)) < 0 ||
+            (r = collect(paths, DROPIN_DIR, NULL, &dropins, d)) < 0 ||
+            (r = collect(paths, PROFILE_DIR, NULL, &profiles, d)) < 0)
+                goto finish;
+
+        /* Main file first, then drop-ins in name order. */
+        for (size_t pass = 0; pass < 2; pass++) {
+                ConfFiles *set = pass == 0 ? &mains : &dropins;
+                for (size_t i = 0; i < set->n; i++) {
+                        _cleanup_(ynode_freep) YNode *root = NULL;
+                        FileConfig fc = {};
+                        int q;
+
+                        if (set->items[i].masked) {
+                                if (strv_extend(&c->masked, set->items[i].path) < 0) {
+                                        r = -ENOMEM;
+                                        goto finish;
+                                }
+                                continue;
+                        }
+                        if (strv_extend(&c->files, set->items[i].path) < 0) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+                        q = parse_conf_file(&set->items[i], &root, d);
+                        if (q == -ENOMEM) {
+                                r = q;
+                                goto finish;
+                        }
+                        if (q == 0)
+                                q = parse_main(root, &fc, d);
+                        if (q == 0)
+                                q = merge_file(c, &fc, &c->rules, &c->n_rules);
+                        file_config_done(&fc);
+                        if (q == -ENOMEM) {
+                                r = q;
+                                goto finish;
+                        }
+                }
+        }
+
+        for (size_t i = 0; i < profiles.n; i++) {
+                _cleanup_(ynode_freep) YNode *root = NULL;
+                _cleanup_free_ char *pname = NULL;
+                Profile *p = NULL, **n;
+                int q;
+
+                if (profiles.items[i].masked) {
+                        if (strv_extend(&c->masked, profiles.items[i].path) < 0) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+                        continue;
+                }
+                pname = strndup(profiles.items[i].name, strlen(profiles.items[i].name) - strlen(".yaml"));
+                if (!pname || strv_extend(&c->files, profiles.items[i].path) < 0) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                if (!valid_profile_name(pname)) {
+                        diag_add_file(d, profiles.items[i].path,
+                                      "invalid profile file name: expected lowercase letters, digits, '-' and '_' before .yaml");
+                        continue;
+                }
+                q = parse_conf_file(&profiles.items[i], &root, d);
+                if (q == 0)
+                        q = parse_profile(root, profiles.items[i].path, pname, &p, d);
+                if (q == -ENOMEM) {
+                        r = q;
+                        goto finish;
+                }
+                if (q < 0)
+                        continue;
+                n = realloc(c->profiles, (c->n_profiles + 1) * sizeof(Profile *));
+                if (!n) {
+                        profile_free(p);
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                c->profiles = n;
+                c->profiles[c->n_profiles++] = p;
+        }
+
+        if (check_extends(c, d) == 0)
+                for (size_t i = 0; i < c->n_profiles; i++) {
+                        r = resolve_profile(c, c->profiles[i]);
+                        if (r < 0)
+                                goto finish;
+                }
+
+        /* References, checked once everything is known. */
+        if (!c->default_profile) {
+                c->default_profile = strdup(DEFAULT_PROFILE);
+                if (!c->default_profile) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+        }
+        if (!config_find_profile(c, c->default_profile)) {
+                if (c->default_profile_mark.file)
+                        diag_add(d, &c->default_profile_mark, "default_profile '%s' is not a known profile",
+                                 c->default_profile);
+                else
+                        diag_add(d, NULL, "the built-in default profile '%s' is masked or missing; set default_profile",
+                                 c->default_profile);
+        }
+        for (size_t i = 0; i < c->n_rules; i++) {
+                const Rule *rule = &c->rules[i];
+                if (rule->profile && !config_find_profile(c, rule->profile))
+                        diag_add(d, &rule->profile_mark, "rule '%s' uses unknown profile '%s'", rule->name,
+                                 rule->profile);
+        }
+
+        r = d->n > diag_before ? -EINVAL : 0;
+finish:
+        conf_files_done(&mains);
+        conf_files_done(&dropins);
+        conf_files_done(&profiles);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int config_parse_main_file(const char *path, Config *into, Diag *d) {
+        _cleanup_(ynode_freep) YNode *root = NULL;
+        FileConfig fc = {};
+        int r;
+
+        r = ynode_parse_file(path, &root, d);
+        if (r < 0)
+                return r;
+        r = parse_main(root, &fc, d);
+        if (r == 0)
+                r = merge_file(into, &fc, &into->rules, &into->n_rules);
+        file_config_done(&fc);
+        return r;
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "knob.h"
+
+/* One knob value in a profile or rule, with where it was written. */
+typedef struct Value {
+        char *value; /* canonical (knob->parse); NULL = not set */
+        Mark origin;
+} Value;
+
+typedef struct Profile {
+        char *name;
+        char *description;
+        char *path;          /* file it was read from ("<builtin>/profiles/x.yaml" for embedded) */
+        char *extends;
+        Mark extends_mark;
+        Value knobs[_KNOB_MAX];     /* as written in this file */
+        Value resolved[_KNOB_MAX];  /* after `extends:`; origins point at the defining file */
+        bool resolved_done;
+} Profile;
+
+typedef enum Tristate {
+        TRI_UNSET = -1,
+        TRI_FALSE = 0,
+        TRI_TRUE = 1,
+} Tristate;
+
+typedef struct UdevMatch {
+        char *key;
+        char *glob;
+} UdevMatch;
+
+typedef struct Match {
+        char *kernel;     /* globs (fnmatch) */
+        char *transport;
+        char *model;
+        char *serial;
+        char *firmware;
+        char *wwn;
+        Tristate rotational;
+        bool has_numa_node;
+        int numa_node;
+        bool has_size;
+        uint64_t size_min, size_max; /* bytes, inclusive */
+        UdevMatch *udev;
+        size_t n_udev;
+} Match;
+
+typedef struct Rule {
+        char *name;       /* `name:` or "FILE:LINE" */
+        Mark mark;
+        Match match;
+        char *profile;    /* NULL when exclude */
+        Mark profile_mark;
+        bool exclude;
+        Value set[_KNOB_MAX];  /* per-rule overrides (`set: { queue: {...} }`) */
+} Rule;
+
+typedef enum DiscoveryClass {
+        DISCOVERY_LOOP,
+        DISCOVERY_DM,
+        DISCOVERY_MD,
+        DISCOVERY_ZRAM,
+        _DISCOVERY_MAX,
+} DiscoveryClass;
+
+typedef struct Config {
+        char *default_profile;
+        Mark default_profile_mark;
+        Rule *rules;                 /* evaluation order: first match wins */
+        size_t n_rules;
+        Profile **profiles;
+        size_t n_profiles;
+        bool discover[_DISCOVERY_MAX];
+        char **files;                /* every file that contributed, in load order */
+        char **masked;               /* files masked by a /dev/null symlink */
+} Config;
+
+/* Where configuration is searched, most important first (systemd's convention:
+ * /etc overrides /run overrides /usr/lib). The embedded copy of the shipped
+ * conf/ is always the last, least important layer. */
+typedef struct ConfigPaths {
+        char **dirs;
+        bool builtin;   /* include the embedded defaults */
+} ConfigPaths;
+
+extern const char *const discovery_class_names[_DISCOVERY_MAX];
+
+void config_paths_done(ConfigPaths *p);
+/* root: "/" or a test tree; config_dir: if set, the only directory searched. */
+int config_paths_default(const char *root, const char *config_dir, ConfigPaths *ret);
+
+Config *config_free(Config *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
+
+/* Load, merge and validate everything. On any error, every problem is in `diag`,
+ * *ret is untouched and -EINVAL is returned: nothing half-loaded escapes. */
+int config_load(const ConfigPaths *paths, Config **ret, Diag *diag);
+
+const Profile *config_find_profile(const Config *c, const char *name);
+
+/* Parse one profile value for `knob` from a string as a profile file would; used by
+ * the YAML loader and by tests. -EINVAL/-ERANGE with the knob's `expected` text. */
+int config_parse_knob_value(const Knob *k, const char *value, char **ret);
+
+/* For tests: a single file as a main config or a profile, no merging. */
+int config_parse_main_file(const char *path, Config *into, Diag *diag);

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* iotunectl: argv parsing and dispatch only; the work is in src/cli/. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+#include "util.h"
+
+static void help(void) {
+        printf("iotunectl — plan, apply and check I/O tuning of block devices\n"
+               "\n"
+               "Usage: iotunectl [OPTIONS] COMMAND [ARGS...]\n"
+               "\n"
+               "Commands:\n"
+               "  plan [DEVICE...]        Show what would change, per device and knob (dry run;\n"
+               "                          writes nothing). The default command.\n"
+               "  apply [DEVICE...]       Apply the plan once: write what differs, read every\n"
+               "                          value back, print what changed. Original values are\n"
+               "                          recorded under /run/iotuned/originals first.\n"
+               "  verify [DEVICE...]      Check every planned value against the kernel.\n"
+               "                          Exit 0: all as desired, 1: drift, 2: errors.\n"
+               "  restore [DEVICE...]     Put recorded original values back (also after a crash).\n"
+               "  explain DEVICE          Which rule matched and why, the resolved profile and\n"
+               "                          the file:line:column each value came from.\n"
+               "  profiles [list]         List the profiles and the files they come from.\n"
+               "  profiles show NAME      Show a profile after 'extends:' is resolved.\n"
+               "  check-config            Validate the configuration; print every error as\n"
+               "                          file:line:column.\n"
+               "\n"
+               "DEVICE is a kernel name (nvme0n1, sda, nvme1c1n1) or a /dev path of a whole disk.\n"
+               "Without DEVICE, every disk is considered (loop, dm, md and zram only when the\n"
+               "configuration's discovery: section enables them).\n"
+               "\n"
+               "Options:\n"
+               "  -h --help               Show this help\n"
+               "     --version            Show the version\n"
+               "     --json               Machine-readable output (schema version %d, see iotunectl(8))\n"
+               "  -a --all                apply/verify/restore: also list settings that are already ok\n"
+               "  -q --quiet              Print only the summary line\n"
+               "     --root DIR           Treat DIR as / for configuration and /run (test trees)\n"
+               "     --config DIR         Read configuration only from DIR (plus the built-in\n"
+               "                          defaults) instead of /etc, /run and /usr/lib\n"
+               "  -v --verbose            Debug logging to stderr\n"
+               "\n"
+               "Configuration: %s/iotuned.yaml overrides %s/ and %s/;\n"
+               "drop-ins in iotuned.yaml.d/*.yaml, profiles in profiles/*.yaml. See iotuned.yaml(5).\n"
+               "\n"
+               "Exit status: 0 success, 1 drift found (verify), 2 a setting failed,\n"
+               "3 invalid configuration (nothing applied), 4 no such device or profile,\n"
+               "64 usage error.\n"
+               "\n"
+               "Examples:\n"
+               "  iotunectl plan                  # what would iotuned do on this machine?\n"
+               "  iotunectl apply nvme0n1         # tune one disk now\n"
+               "  iotunectl verify --json         # fleet check; exit code says drift or not\n"
+               "  iotunectl explain nvme0n1       # why does it get that profile?\n",
+               OUTPUT_SCHEMA_VERSION, IOTUNED_ETC_DIR, IOTUNED_RUN_DIR, IOTUNED_VENDOR_DIR);
+}
+
+enum {
+        ARG_VERSION = 0x100,
+        ARG_JSON,
+        ARG_ROOT,
+        ARG_CONFIG,
+};
+
+int main(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "all", no_argument, NULL, 'a' },
+                { "quiet", no_argument, NULL, 'q' },
+                { "verbose", no_argument, NULL, 'v' },
+                { "root", required_argument, NULL, ARG_ROOT },
+                { "config", required_argument, NULL, ARG_CONFIG },
+                {},
+        };
+        Cli cli = { .root = "/" };
+        const char *verb;
+        char **args;
+        int c, nargs, ex;
+
+        log_set_program_name("iotunectl");
+        /* "+": stop at the first non-option so verbs could take their own flags later;
+         * we still accept options after the verb by permuting below. */
+        while ((c = getopt_long(argc, argv, "haqv", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return EXIT_OK;
+                case ARG_VERSION:
+                        printf("iotunectl %s\n", PACKAGE_VERSION);
+                        return EXIT_OK;
+                case ARG_JSON:
+                        cli.json = true;
+                        break;
+                case 'a':
+                        cli.all = true;
+                        break;
+                case 'q':
+                        cli.quiet = true;
+                        break;
+                case 'v':
+                        log_set_max_level(LOG_DEBUG);
+                        break;
+                case ARG_ROOT:
+                        cli.root = optarg;
+                        break;
+                case ARG_CONFIG:
+                        cli.config_dir = optarg;
+                        break;
+                default:
+                        fprintf(stderr, "Try 'iotunectl --help'.\n");
+                        return EXIT_USAGE;
+                }
+
+        verb = optind < argc ? argv[optind] : "plan";
+        args = optind < argc ? argv + optind + 1 : argv + argc;
+        nargs = optind < argc ? argc - optind - 1 : 0;
+
+        if (cli_init(&cli) < 0)
+                return EXIT_FAILED;
+
+        if (streq(verb, "plan"))
+                ex = cli_plan(&cli, args);
+        else if (streq(verb, "apply"))
+                ex = cli_apply(&cli, args);
+        else if (streq(verb, "verify"))
+                ex = cli_verify(&cli, args);
+        else if (streq(verb, "restore"))
+                ex = cli_restore(&cli, args);
+        else if (streq(verb, "explain")) {
+                if (nargs != 1) {
+                        log_error("explain takes exactly one DEVICE, e.g. 'iotunectl explain nvme0n1'.");
+                        ex = EXIT_USAGE;
+                } else
+                        ex = cli_explain(&cli, args[0]);
+        } else if (streq(verb, "profiles")) {
+                const char *action = nargs > 0 ? args[0] : "list";
+                if (streq(action, "list") && nargs <= 1)
+                        ex = cli_profiles(&cli, "list", NULL);
+                else if (streq(action, "show") && nargs == 2)
+                        ex = cli_profiles(&cli, "show", args[1]);
+                else {
+                        log_error("Usage: iotunectl profiles [list | show NAME]");
+                        ex = EXIT_USAGE;
+                }
+        } else if (streq(verb, "check-config")) {
+                if (nargs != 0) {
+                        log_error("check-config takes no arguments (use --config DIR to check another tree).");
+                        ex = EXIT_USAGE;
+                } else
+                        ex = cli_check_config(&cli);
+        } else {
+                log_error("Unknown command '%s'. Try 'iotunectl --help'.", verb);
+                ex = EXIT_USAGE;
+        }
+
+        cli_done(&cli);
+        return ex;
+}

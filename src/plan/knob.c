@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "knob.h"
+#include "util.h"
+
+/* Bounds from the kernel:
+ *   BLKDEV_MIN_RQ = 4 (include/linux/blkdev.h): nr_requests below it is raised to it.
+ *   MAX_SCHED_RQ = 16 * BLKDEV_DEFAULT_RQ = 2048 (block/blk-mq-tag.c): with a scheduler,
+ *     nr_requests above it is EINVAL.
+ *   BLK_MQ_MAX_DEPTH = 10240 (include/linux/blk-mq.h): no tag set is deeper.
+ *   ELV_NAME_MAX = 16 (include/linux/elevator.h), including the NUL. */
+#define BLKDEV_MIN_RQ 4u
+#define MAX_SCHED_RQ 2048u
+#define BLK_MQ_MAX_DEPTH 10240u
+#define ELV_NAME_MAX 16u
+#define WBT_DEFAULT_NONROT_USEC 2000u   /* block/blk-wbt.c: wbt_default_latency_nsec */
+#define WBT_DEFAULT_ROT_USEC 75000u
+#define READ_AHEAD_MAX_KB (1u << 20)     /* 1 GiB: far beyond any useful read-ahead */
+
+static int dup_ret(const char *s, char **ret) {
+        char *c = strdup(s);
+        if (!c)
+                return -ENOMEM;
+        *ret = c;
+        return 0;
+}
+
+static int uint_ret(uint64_t v, char **ret) {
+        return asprintf_safe(ret, "%" PRIu64, v);
+}
+
+static int parse_uint_range(const char *value, uint64_t lo, uint64_t hi, char **ret) {
+        uint64_t v;
+        int r = safe_atou64(value, &v);
+        if (r < 0)
+                return r;
+        if (v < lo || v > hi)
+                return -ERANGE;
+        return uint_ret(v, ret);
+}
+
+static int normalize_trim(const char *raw, char **ret) {
+        _cleanup_free_ char *c = strdup(raw);
+        if (!c)
+                return -ENOMEM;
+        strstrip(c);
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+static int resolve_same(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        return dup_ret(canonical, ret);
+}
+
+/* scheduler ---------------------------------------------------------------------- */
+
+static int parse_scheduler(const char *value, char **ret) {
+        size_t n = strlen(value);
+        if (n == 0 || n >= ELV_NAME_MAX)
+                return -EINVAL;
+        for (const char *p = value; *p; p++)
+                if (!(islower((unsigned char) *p) || isdigit((unsigned char) *p) || *p == '-' || *p == '_'))
+                        return -EINVAL;
+        return dup_ret(value, ret);
+}
+
+/* "[none] mq-deadline kyber" -> "none". A bio-based disk prints just "none"
+ * without brackets (block/elevator.c: elv_iosched_show). */
+static int normalize_scheduler(const char *raw, char **ret) {
+        const char *a = strchr(raw, '['), *b;
+        if (!a) {
+                _cleanup_free_ char *c = strdup(raw);
+                if (!c)
+                        return -ENOMEM;
+                strstrip(c);
+                if (strchr(c, ' '))
+                        return -EINVAL; /* a list without a selection is not a value */
+                *ret = TAKE_PTR(c);
+                return 0;
+        }
+        b = strchr(a, ']');
+        if (!b)
+                return -EINVAL;
+        *ret = strndup(a + 1, b - a - 1);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* nr_requests -------------------------------------------------------------------- */
+
+static int parse_nr_requests(const char *value, char **ret) {
+        if (streq(value, "max"))
+                return dup_ret("max", ret);
+        return parse_uint_range(value, 1, BLK_MQ_MAX_DEPTH, ret);
+}
+
+static int resolve_nr_requests(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        bool sched = f->scheduler_after && !streq(f->scheduler_after, "none");
+        uint64_t v, limit;
+
+        if (streq(canonical, "max")) {
+                if (f->nr_tags == 0)
+                        return -ENODATA; /* no tag depth known: cannot resolve "max" */
+                v = f->nr_tags;
+        } else {
+                int r = safe_atou64(canonical, &v);
+                if (r < 0)
+                        return r;
+        }
+        /* block/blk-sysfs.c queue_requests_store */
+        if (v < BLKDEV_MIN_RQ) {
+                if (ret_note)
+                        (void) asprintf_safe(ret_note, "raised to the kernel minimum %u", BLKDEV_MIN_RQ);
+                v = BLKDEV_MIN_RQ;
+        }
+        /* block/blk-mq-tag.c blk_mq_tag_update_depth: without a scheduler the tag set cannot
+         * grow (EINVAL); with one the limit is MAX_SCHED_RQ. */
+        limit = sched ? MAX_SCHED_RQ : (f->nr_tags ? f->nr_tags : BLK_MQ_MAX_DEPTH);
+        if (v > limit) {
+                if (ret_note)
+                        (void) asprintf_safe(ret_note, "clamped to %" PRIu64 " (%s)", limit,
+                                             sched ? "scheduler queue limit" : "hardware tag depth");
+                v = limit;
+        }
+        return uint_ret(v, ret);
+}
+
+/* small enums -------------------------------------------------------------------- */
+
+static int parse_0_to_2(const char *value, char **ret) {
+        return parse_uint_range(value, 0, 2, ret);
+}
+
+static int parse_bool01(const char *value, char **ret) {
+        int b = parse_boolean(value);
+        if (b < 0)
+                return -EINVAL;
+        return dup_ret(b ? "1" : "0", ret);
+}
+
+/* wbt_lat_usec ------------------------------------------------------------------- */
+
+static int parse_wbt(const char *value, char **ret) {
+        int64_t v;
+        int r;
+
+        if (streq(value, "default"))
+                return dup_ret("-1", ret);
+        if (streq(value, "off"))
+                return dup_ret("0", ret);
+        r = safe_atoi64(value, &v);
+        if (r < 0)
+                return r;
+        if (v < -1 || v > 10 * 1000 * 1000) /* 10 s is already absurd for a latency target */
+                return -ERANGE;
+        return asprintf_safe(ret, "%" PRId64, v);
+}
+
+static int resolve_wbt(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        /* block/blk-sysfs.c queue_wb_lat_store: -1 restores wbt_default_latency_nsec(),
+         * which depends on rotational; reads come back in usec. */
+        if (streq(canonical, "-1")) {
+                if (ret_note)
+                        (void) asprintf_safe(ret_note, "kernel default for a %s disk",
+                                             f->rotational ? "rotational" : "non-rotational");
+                return uint_ret(f->rotational ? WBT_DEFAULT_ROT_USEC : WBT_DEFAULT_NONROT_USEC, ret);
+        }
+        return dup_ret(canonical, ret);
+}
+
+/* read_ahead_kb ------------------------------------------------------------------ */
+
+static int parse_read_ahead(const char *value, char **ret) {
+        return parse_uint_range(value, 0, READ_AHEAD_MAX_KB, ret);
+}
+
+static int resolve_read_ahead(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        /* block/blk-sysfs.c queue_ra_store keeps whole pages: ra_pages = kb >> (PAGE_SHIFT - 10). */
+        uint64_t v, page_kb = (uint64_t) sysconf(_SC_PAGESIZE) / 1024, rounded;
+        int r = safe_atou64(canonical, &v);
+        if (r < 0)
+                return r;
+        rounded = v - v % page_kb;
+        if (rounded != v && ret_note)
+                (void) asprintf_safe(ret_note, "rounded down to whole %" PRIu64 " KiB pages", page_kb);
+        return uint_ret(rounded, ret);
+}
+
+/* max_sectors_kb ----------------------------------------------------------------- */
+
+static int parse_max_sectors(const char *value, char **ret) {
+        if (streq(value, "max"))
+                return dup_ret("max", ret);
+        return parse_uint_range(value, 4, UINT32_MAX, ret);
+}
+
+static int resolve_max_sectors(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        uint64_t v;
+        int r;
+
+        if (streq(canonical, "max")) {
+                if (f->max_hw_sectors_kb == 0)
+                        return -ENODATA;
+                return uint_ret(f->max_hw_sectors_kb, ret);
+        }
+        r = safe_atou64(canonical, &v);
+        if (r < 0)
+                return r;
+        /* 6.1 rejects values above max_hw_sectors_kb with EINVAL, 6.12 clamps them
+         * (block/blk-sysfs.c queue_max_sectors_store): plan the clamped value on both. */
+        if (f->max_hw_sectors_kb && v > f->max_hw_sectors_kb) {
+                if (ret_note)
+                        (void) asprintf_safe(ret_note, "clamped to max_hw_sectors_kb %u", f->max_hw_sectors_kb);
+                v = f->max_hw_sectors_kb;
+        }
+        return uint_ret(v, ret);
+}
+
+const Knob knob_table[_KNOB_MAX] = {
+        [KNOB_SCHEDULER] = {
+                .id = KNOB_SCHEDULER, .name = "scheduler", .section = "queue", .attr = "queue/scheduler",
+                .needs_mq = true,
+                .expected = "an I/O scheduler name such as none, mq-deadline, bfq or kyber",
+                .summary = "I/O scheduler; switching it resets nr_requests",
+                .parse = parse_scheduler, .normalize = normalize_scheduler, .resolve = resolve_same,
+        },
+        [KNOB_NR_REQUESTS] = {
+                .id = KNOB_NR_REQUESTS, .name = "nr_requests", .section = "queue", .attr = "queue/nr_requests",
+                .needs_mq = true,
+                .expected = "a queue depth from 1 to 10240, or max (the hardware tag depth)",
+                .summary = "requests the block layer queues per hardware queue",
+                .parse = parse_nr_requests, .normalize = normalize_trim, .resolve = resolve_nr_requests,
+        },
+        [KNOB_RQ_AFFINITY] = {
+                .id = KNOB_RQ_AFFINITY, .name = "rq_affinity", .section = "queue", .attr = "queue/rq_affinity",
+                .needs_mq = true,
+                .expected = "0 (off), 1 (complete in the submitter's cache group) or 2 (on the submitting CPU)",
+                .summary = "where completions run relative to the submitting CPU",
+                .parse = parse_0_to_2, .normalize = normalize_trim, .resolve = resolve_same,
+        },
+        [KNOB_WBT_LAT_USEC] = {
+                .id = KNOB_WBT_LAT_USEC, .name = "wbt_lat_usec", .section = "queue", .attr = "queue/wbt_lat_usec",
+                .needs_mq = true,
+                .expected = "microseconds from 0 (off) to 10000000, or -1/default (kernel default)",
+                .summary = "writeback throttling latency target",
+                .parse = parse_wbt, .normalize = normalize_trim, .resolve = resolve_wbt,
+        },
+        [KNOB_NOMERGES] = {
+                .id = KNOB_NOMERGES, .name = "nomerges", .section = "queue", .attr = "queue/nomerges",
+                .needs_mq = true,
+                .expected = "0 (merge), 1 (no extended merges) or 2 (no merges)",
+                .summary = "request merging",
+                .parse = parse_0_to_2, .normalize = normalize_trim, .resolve = resolve_same,
+        },
+        [KNOB_READ_AHEAD_KB] = {
+                .id = KNOB_READ_AHEAD_KB, .name = "read_ahead_kb", .section = "queue", .attr = "queue/read_ahead_kb",
+                .needs_mq = false,
+                .expected = "KiB from 0 to 1048576",
+                .summary = "page-cache read-ahead window",
+                .parse = parse_read_ahead, .normalize = normalize_trim, .resolve = resolve_read_ahead,
+        },
+        [KNOB_ADD_RANDOM] = {
+                .id = KNOB_ADD_RANDOM, .name = "add_random", .section = "queue", .attr = "queue/add_random",
+                .needs_mq = false,
+                .expected = "a boolean (true/false)",
+                .summary = "feed I/O timings to the entropy pool",
+                .parse = parse_bool01, .normalize = normalize_trim, .resolve = resolve_same,
+        },
+        [KNOB_IOSTATS] = {
+                .id = KNOB_IOSTATS, .name = "iostats", .section = "queue", .attr = "queue/iostats",
+                .needs_mq = false,
+                .expected = "a boolean (true/false)",
+                .summary = "per-disk I/O accounting (/proc/diskstats)",
+                .parse = parse_bool01, .normalize = normalize_trim, .resolve = resolve_same,
+        },
+        [KNOB_MAX_SECTORS_KB] = {
+                .id = KNOB_MAX_SECTORS_KB, .name = "max_sectors_kb", .section = "queue", .attr = "queue/max_sectors_kb",
+                .needs_mq = false,
+                .expected = "KiB from 4 upwards, or max (max_hw_sectors_kb)",
+                .summary = "largest request the block layer builds",
+                .parse = parse_max_sectors, .normalize = normalize_trim, .resolve = resolve_max_sectors,
+        },
+};
+
+const Knob *knob_by_name(const char *name) {
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                if (streq(knob_table[i].name, name))
+                        return &knob_table[i];
+        return NULL;
+}
+
+const Knob *knob_get(KnobId id) {
+        if (id < 0 || id >= _KNOB_MAX)
+                return NULL;
+        return &knob_table[id];
+}

@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <dirent.h>
+#include <glob.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "device.h"
+#include "fileio.h"
+#include "util.h"
+
+Device *device_free(Device *d) {
+        if (!d)
+                return NULL;
+        free(d->name);
+        free(d->syspath);
+        free(d->devnode);
+        free(d->transport);
+        free(d->model);
+        free(d->serial);
+        free(d->firmware);
+        free(d->wwn);
+        free(d->diskseq);
+        free(d->multipath_head_name);
+        for (size_t i = 0; i < d->n_queues; i++)
+                free(d->queues[i].cpu_list);
+        free(d->queues);
+        strv_free(d->properties);
+        free(d);
+        return NULL;
+}
+
+void device_list_done(DeviceList *l) {
+        for (size_t i = 0; i < l->n; i++)
+                device_free(l->items[i]);
+        free(l->items);
+        l->items = NULL;
+        l->n = 0;
+}
+
+const char *device_property(const Device *d, const char *key) {
+        size_t n = strlen(key);
+        for (char **p = d->properties; p && *p; p++)
+                if (strneq(*p, key, n) && (*p)[n] == '=')
+                        return *p + n + 1;
+        return NULL;
+}
+
+/* A trimmed copy of a sysfs attribute of `u` (NVMe and SCSI pad model strings). */
+static char *attr_trimmed(struct udev_device *u, const char *attr) {
+        const char *v = u ? udev_device_get_sysattr_value(u, attr) : NULL;
+        char *c;
+        if (!v)
+                return NULL;
+        c = strdup(v);
+        if (c && !*strstrip(c)) {
+                free(c);
+                return NULL;
+        }
+        return c;
+}
+
+static char *prop_dup(struct udev_device *u, const char *key) {
+        const char *v = udev_device_get_property_value(u, key);
+        return isempty(v) ? NULL : strdup(v);
+}
+
+/* Does `name` look like "<prefix><digits>..."? */
+static bool name_has_prefix_num(const char *name, const char *prefix) {
+        return startswith(name, prefix) && isdigit((unsigned char) name[strlen(prefix)]);
+}
+
+bool device_name_wanted(const char *name, const DiscoveryFilter *f) {
+        if (name_has_prefix_num(name, "loop"))
+                return f->loop;
+        if (startswith(name, "dm-"))
+                return f->dm;
+        if (name_has_prefix_num(name, "md"))
+                return f->md;
+        if (name_has_prefix_num(name, "zram"))
+                return f->zram;
+        return true;
+}
+
+/* nvmeXcYnZ is the hidden per-controller path of the multipath head nvmeXnZ
+ * (drivers/nvme/host/multipath.c: nvme_set_disk_name). */
+static char *multipath_head_of(const char *name) {
+        unsigned x, y, z;
+        int n = 0;
+        char *head;
+        if (sscanf(name, "nvme%uc%un%u%n", &x, &y, &z, &n) != 3 || name[n] != 0)
+                return NULL;
+        if (asprintf(&head, "nvme%un%u", x, z) < 0)
+                return NULL;
+        return head;
+}
+
+/* A transport name for rules: the kernel's own for NVMe (/sys/class/nvme/nvmeX/transport:
+ * pcie, tcp, rdma, fc, loop), else the bus the disk hangs off. */
+static char *detect_transport(struct udev_device *u, const char *name) {
+        struct udev_device *p;
+        const char *bus;
+
+        if (name_has_prefix_num(name, "loop"))
+                return strdup("loop");
+        if (startswith(name, "dm-"))
+                return strdup("dm");
+        if (name_has_prefix_num(name, "md"))
+                return strdup("md");
+        if (name_has_prefix_num(name, "zram"))
+                return strdup("zram");
+        if (name_has_prefix_num(name, "nullb"))
+                return strdup("null");
+
+        p = udev_device_get_parent_with_subsystem_devtype(u, "nvme", NULL);
+        if (p) {
+                char *t = attr_trimmed(p, "transport");
+                return t ?: strdup("unknown");
+        }
+        p = udev_device_get_parent_with_subsystem_devtype(u, "nvme-subsystem", NULL);
+        if (p) {
+                /* A multipath head: every path of one subsystem shares a transport in
+                 * practice; report the first controller's. */
+                _cleanup_free_ char *pattern = path_join(udev_device_get_syspath(p), "nvme*/transport");
+                glob_t g = {};
+                char *t = NULL;
+                if (pattern && glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0 && read_attr(g.gl_pathv[0], &t) == 0)
+                        strstrip(t);
+                globfree(&g);
+                return t ?: strdup("unknown");
+        }
+        if (udev_device_get_parent_with_subsystem_devtype(u, "virtio", NULL))
+                return strdup("virtio");
+        if (udev_device_get_parent_with_subsystem_devtype(u, "mmc", NULL))
+                return strdup("mmc");
+        bus = udev_device_get_property_value(u, "ID_BUS");
+        if (bus && streq(bus, "ata"))
+                return strdup("sata");
+        if (udev_device_get_parent_with_subsystem_devtype(u, "usb", NULL))
+                return strdup("usb");
+        if (udev_device_get_parent_with_subsystem_devtype(u, "scsi", NULL)) {
+                /* Without udev's ata_id (fixtures, early boot) the sysfs path still
+                 * shows libata's ataN host. */
+                const char *sp = udev_device_get_syspath(u);
+                return strdup(sp && strstr(sp, "/ata") ? "sata" : "scsi");
+        }
+        return strdup("unknown");
+}
+
+static int read_queues(Device *d) {
+        _cleanup_free_ char *mq = path_join(d->syspath, "mq");
+        DIR *dh;
+        struct dirent *de;
+
+        if (!mq)
+                return -ENOMEM;
+        dh = opendir(mq);
+        if (!dh)
+                return 0; /* bio-based: no blk-mq queues */
+        d->has_mq = true;
+        while ((de = readdir(dh))) {
+                unsigned idx;
+                char *cpus = NULL, rel[64];
+                HwQueue *n;
+
+                if (safe_atou(de->d_name, &idx) < 0)
+                        continue;
+                snprintf(rel, sizeof(rel), "%u/cpu_list", idx);
+                if (read_attr_at(mq, rel, &cpus) < 0)
+                        cpus = NULL; /* absent: an unmapped queue */
+                n = realloc(d->queues, (d->n_queues + 1) * sizeof(HwQueue));
+                if (!n) {
+                        free(cpus);
+                        closedir(dh);
+                        return -ENOMEM;
+                }
+                d->queues = n;
+                d->queues[d->n_queues++] = (HwQueue) { .index = idx, .cpu_list = cpus };
+        }
+        closedir(dh);
+        /* readdir order is arbitrary; keep queues in index order. */
+        for (size_t i = 1; i < d->n_queues; i++)
+                for (size_t j = i; j > 0 && d->queues[j - 1].index > d->queues[j].index; j--) {
+                        HwQueue t = d->queues[j];
+                        d->queues[j] = d->queues[j - 1];
+                        d->queues[j - 1] = t;
+                }
+        return 0;
+}
+
+static unsigned read_uint_attr(const char *dir, const char *attr) {
+        _cleanup_free_ char *v = NULL;
+        unsigned u;
+        if (read_attr_at(dir, attr, &v) < 0 || safe_atou(strstrip(v), &u) < 0)
+                return 0;
+        return u;
+}
+
+int device_probe(struct udev_device *u, Device **ret) {
+        _cleanup_(device_freep) Device *d = NULL;
+        struct udev_device *ctrl, *pci, *scsi;
+        struct udev_list_entry *e;
+        const char *devtype = udev_device_get_devtype(u), *sub = udev_device_get_subsystem(u);
+        _cleanup_free_ char *v = NULL;
+
+        if (!sub || !streq(sub, "block") || !devtype || !streq(devtype, "disk"))
+                return -ENODEV;
+
+        d = calloc(1, sizeof(Device));
+        if (!d)
+                return -ENOMEM;
+        d->numa_node = -1;
+        d->name = strdup(udev_device_get_sysname(u));
+        d->syspath = strdup(udev_device_get_syspath(u));
+        if (!d->name || !d->syspath)
+                return -ENOMEM;
+        d->devnode = strdup_or_null(udev_device_get_devnode(u));
+        d->transport = detect_transport(u, d->name);
+        if (!d->transport)
+                return -ENOMEM;
+
+        udev_list_entry_foreach(e, udev_device_get_properties_list_entry(u)) {
+                char *kv;
+                if (asprintf(&kv, "%s=%s", udev_list_entry_get_name(e), udev_list_entry_get_value(e) ?: "") < 0 ||
+                    strv_push(&d->properties, kv) < 0)
+                        return -ENOMEM;
+        }
+
+        /* Identity: the controller's own strings for NVMe, the SCSI device's for
+         * SCSI/SATA, udev's ID_* as the fallback. */
+        ctrl = udev_device_get_parent_with_subsystem_devtype(u, "nvme", NULL);
+        scsi = udev_device_get_parent_with_subsystem_devtype(u, "scsi", "scsi_device");
+        if (ctrl) {
+                d->model = attr_trimmed(ctrl, "model");
+                d->serial = attr_trimmed(ctrl, "serial");
+                d->firmware = attr_trimmed(ctrl, "firmware_rev");
+        } else if (scsi) {
+                d->model = attr_trimmed(scsi, "model");
+                d->firmware = attr_trimmed(scsi, "rev");
+        }
+        if (!d->model)
+                d->model = prop_dup(u, "ID_MODEL");
+        if (!d->serial)
+                d->serial = prop_dup(u, "ID_SERIAL_SHORT");
+        if (!d->firmware)
+                d->firmware = prop_dup(u, "ID_REVISION");
+        d->wwn = attr_trimmed(u, "wwid");
+        if (!d->wwn)
+                d->wwn = prop_dup(u, "ID_WWN");
+
+        pci = udev_device_get_parent_with_subsystem_devtype(u, "pci", NULL);
+        if (pci) {
+                const char *n = udev_device_get_sysattr_value(pci, "numa_node");
+                int node;
+                if (n && safe_atoi(n, &node) == 0)
+                        d->numa_node = node;
+        }
+
+        if (read_attr_at(d->syspath, "diskseq", &d->diskseq) < 0)
+                d->diskseq = NULL;
+        if (read_attr_at(d->syspath, "size", &v) == 0) {
+                uint64_t sectors;
+                if (safe_atou64(strstrip(v), &sectors) == 0)
+                        d->size_bytes = sectors * 512; /* always 512-byte units (block/genhd.c) */
+        }
+        d->rotational = read_uint_attr(d->syspath, "queue/rotational") == 1;
+        d->max_hw_sectors_kb = read_uint_attr(d->syspath, "queue/max_hw_sectors_kb");
+
+        if (read_queues(d) < 0)
+                return -ENOMEM;
+        if (d->has_mq)
+                d->nr_tags = read_uint_attr(d->syspath, "mq/0/nr_tags");
+        d->multipath_head_name = multipath_head_of(d->name);
+        d->multipath_head = !d->has_mq && startswith(d->name, "nvme") && !d->multipath_head_name;
+
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+static int cmp_device(const void *a, const void *b) {
+        return strverscmp((*(Device * const *) a)->name, (*(Device * const *) b)->name);
+}
+
+int device_enumerate(struct udev *udev, const DiscoveryFilter *f, DeviceList *ret) {
+        struct udev_enumerate *en;
+        struct udev_list_entry *e;
+        DeviceList l = {};
+        int r;
+
+        en = udev_enumerate_new(udev);
+        if (!en)
+                return -ENOMEM;
+        r = udev_enumerate_add_match_subsystem(en, "block");
+        if (r >= 0)
+                r = udev_enumerate_add_match_property(en, "DEVTYPE", "disk");
+        if (r >= 0)
+                r = udev_enumerate_scan_devices(en);
+        if (r < 0) {
+                udev_enumerate_unref(en);
+                return r;
+        }
+
+        udev_list_entry_foreach(e, udev_enumerate_get_list_entry(en)) {
+                struct udev_device *u = udev_device_new_from_syspath(udev, udev_list_entry_get_name(e));
+                Device *d = NULL, **n;
+
+                if (!u)
+                        continue; /* went away while we looked */
+                if (!device_name_wanted(udev_device_get_sysname(u), f)) {
+                        udev_device_unref(u);
+                        continue;
+                }
+                r = device_probe(u, &d);
+                udev_device_unref(u);
+                if (r == -ENODEV)
+                        continue;
+                if (r < 0)
+                        goto fail;
+                n = realloc(l.items, (l.n + 1) * sizeof(Device *));
+                if (!n) {
+                        device_free(d);
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                l.items = n;
+                l.items[l.n++] = d;
+        }
+        udev_enumerate_unref(en);
+        if (l.n > 1)
+                qsort(l.items, l.n, sizeof(Device *), cmp_device);
+        *ret = l;
+        return 0;
+fail:
+        udev_enumerate_unref(en);
+        device_list_done(&l);
+        return r;
+}
+
+int device_lookup(struct udev *udev, const char *name, Device **ret) {
+        struct udev_device *u;
+        const char *devtype;
+        int r;
+
+        if (startswith(name, "/dev/")) {
+                struct stat st;
+                if (stat(name, &st) < 0)
+                        return negative_errno();
+                if (!S_ISBLK(st.st_mode))
+                        return -ENOTBLK;
+                u = udev_device_new_from_devnum(udev, 'b', st.st_rdev);
+        } else {
+                if (strchr(name, '/'))
+                        return -EINVAL;
+                u = udev_device_new_from_subsystem_sysname(udev, "block", name);
+        }
+        if (!u)
+                return -ENODEV;
+        devtype = udev_device_get_devtype(u);
+        if (devtype && streq(devtype, "partition")) {
+                udev_device_unref(u);
+                return -EISDIR; /* caller says: partitions share their disk's queue */
+        }
+        r = device_probe(u, ret);
+        udev_device_unref(u);
+        return r;
+}

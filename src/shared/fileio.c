@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "util.h"
+
+/* sysfs attributes are at most one page; procfs lists like /proc/interrupts are not
+ * read through here. */
+#define ATTR_MAX 65536
+
+int read_attr(const char *path, char **ret) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+
+        buf = malloc(ATTR_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, ATTR_MAX - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                len += n;
+                if (len >= ATTR_MAX)
+                        return -EFBIG;
+        }
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\0'))
+                len--;
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int read_attr_at(const char *dir, const char *attr, char **ret) {
+        _cleanup_free_ char *p = path_join(dir, attr);
+        if (!p)
+                return -ENOMEM;
+        return read_attr(p, ret);
+}
+
+int write_attr(const char *path, const char *value) {
+        _cleanup_free_ char *line = NULL;
+        int fd, r = 0;
+        ssize_t n;
+
+        if (asprintf_safe(&line, "%s\n", value) < 0)
+                return -ENOMEM;
+
+        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_TRUNC);
+        if (fd < 0)
+                return negative_errno();
+        do
+                n = write(fd, line, strlen(line));
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                r = negative_errno();
+        else if ((size_t) n != strlen(line))
+                r = -EIO;
+        /* Some attributes report their error only on close (kernfs flushes there). */
+        if (close(fd) < 0 && r == 0 && errno != EINTR)
+                r = negative_errno();
+        return r;
+}
+
+int write_attr_at(const char *dir, const char *attr, const char *value) {
+        _cleanup_free_ char *p = path_join(dir, attr);
+        if (!p)
+                return -ENOMEM;
+        return write_attr(p, value);
+}
+
+int mkdir_p(const char *path, unsigned mode) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = 0;
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return negative_errno();
+                *s = '/';
+        }
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}
+
+int write_file_atomic(const char *path, const char *contents, size_t len) {
+        _cleanup_free_ char *tmp = NULL, *dir = NULL;
+        _cleanup_close_ int fd = -1;
+        char *slash;
+        size_t done = 0;
+        int r;
+
+        dir = strdup(path);
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = 0;
+                r = mkdir_p(dir, 0755);
+                if (r < 0)
+                        return r;
+        }
+
+        if (asprintf_safe(&tmp, "%s.tmp.%d", path, (int) getpid()) < 0)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return negative_errno();
+        while (done < len) {
+                ssize_t n = write(fd, contents + done, len - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = negative_errno();
+                        (void) unlink(tmp);
+                        return r;
+                }
+                done += n;
+        }
+        if (close(TAKE_FD(fd)) < 0 || rename(tmp, path) < 0) {
+                r = negative_errno();
+                (void) unlink(tmp);
+                return r;
+        }
+        return 0;
+}

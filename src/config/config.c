@@ -214,7 +214,13 @@ static int parse_knob_section(const YNode *sec, const char *section, Value value
                         r = -EINVAL;
                         continue;
                 }
-                if (p->value->kind != YNODE_SCALAR || ynode_is_null(p->value)) {
+                if (p->value->kind != YNODE_SCALAR) {
+                        diag_add(d, &p->value->mark, "invalid value for %s: expected %s, got %s", k->name,
+                                 k->expected, ynode_kind_name(p->value->kind));
+                        r = -EINVAL;
+                        continue;
+                }
+                if (ynode_is_null(p->value)) {
                         diag_add(d, &p->value->mark, "missing value for %s: expected %s", k->name, k->expected);
                         r = -EINVAL;
                         continue;
@@ -863,10 +869,13 @@ int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
                                 r = q;
                                 goto finish;
                         }
-                        if (q == 0)
+                        if (q == 0) {
+                                /* Merge even a file with errors: the load fails anyway, and
+                                 * its references still get checked, so one run shows all. */
                                 q = parse_main(root, &fc, d);
-                        if (q == 0)
-                                q = merge_file(c, &fc, &c->rules, &c->n_rules);
+                                if (q != -ENOMEM)
+                                        q = merge_file(c, &fc, &c->rules, &c->n_rules);
+                        }
                         file_config_done(&fc);
                         if (q == -ENOMEM) {
                                 r = q;

@@ -185,7 +185,10 @@ int ynode_parse_string(const char *text, size_t len, const char *name, YNode **r
                         Mark m = { .file = (char *) name, .line = (unsigned) parser.problem_mark.line + 1,
                                    .column = (unsigned) parser.problem_mark.column + 1 };
                         if (parser.context)
-                                r = diag_add(diag, &m, "YAML syntax error: %s %s", parser.problem, parser.context);
+                                r = diag_add(diag, &m, "YAML syntax error: %s (%s that starts at line %u, column %u)",
+                                             parser.problem, parser.context,
+                                             (unsigned) parser.context_mark.line + 1,
+                                             (unsigned) parser.context_mark.column + 1);
                         else
                                 r = diag_add(diag, &m, "YAML syntax error: %s", parser.problem ?: "unknown");
                         break;

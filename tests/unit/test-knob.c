@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "knob.h"
+#include "macro.h"
+#include "tests.h"
+
+static char *norm(KnobId id, const char *raw) {
+        char *out = NULL;
+        return knob_table[id].normalize(raw, &out) < 0 ? NULL : out;
+}
+
+static char *resolve(KnobId id, const char *v, const KnobFacts *f) {
+        char *out = NULL, *note = NULL;
+        int r = knob_table[id].resolve(v, f, &out, &note);
+        free(note);
+        return r < 0 ? NULL : out;
+}
+
+static int parse_rc(KnobId id, const char *v) {
+        char *out = NULL;
+        int r = knob_table[id].parse(v, &out);
+        free(out);
+        return r;
+}
+
+static char *parse(KnobId id, const char *v) {
+        char *out = NULL;
+        return knob_table[id].parse(v, &out) < 0 ? NULL : out;
+}
+
+#define CHECK(expr, want)                       \
+        do {                                    \
+                _cleanup_free_ char *_v = expr; \
+                ASSERT_STREQ(_v, want);         \
+        } while (0)
+
+TEST(table_is_in_write_order) {
+        /* Switching the scheduler resets nr_requests, so it must come first. */
+        ASSERT_INT_EQ(KNOB_SCHEDULER, 0);
+        ASSERT_TRUE(KNOB_SCHEDULER < KNOB_NR_REQUESTS);
+        for (size_t i = 0; i < _KNOB_MAX; i++) {
+                ASSERT_INT_EQ(knob_table[i].id, i);
+                ASSERT_TRUE(knob_by_name(knob_table[i].name) == &knob_table[i]);
+        }
+        ASSERT_TRUE(knob_by_name("nope") == NULL);
+}
+
+TEST(scheduler_readback) {
+        CHECK(norm(KNOB_SCHEDULER, "[none] mq-deadline kyber bfq"), "none");
+        CHECK(norm(KNOB_SCHEDULER, "none [mq-deadline] kyber bfq\n"), "mq-deadline");
+        /* bio-based disks print one bare name */
+        CHECK(norm(KNOB_SCHEDULER, "none"), "none");
+        ASSERT_TRUE(norm(KNOB_SCHEDULER, "none mq-deadline") == NULL);
+        ASSERT_TRUE(norm(KNOB_SCHEDULER, "[none mq-deadline") == NULL);
+}
+
+TEST(scheduler_names) {
+        CHECK(parse(KNOB_SCHEDULER, "mq-deadline"), "mq-deadline");
+        CHECK(parse(KNOB_SCHEDULER, "bfq"), "bfq");
+        ASSERT_INT_EQ(parse_rc(KNOB_SCHEDULER, "MQ-Deadline"), -EINVAL);
+        ASSERT_INT_EQ(parse_rc(KNOB_SCHEDULER, "mq deadline"), -EINVAL);
+        ASSERT_INT_EQ(parse_rc(KNOB_SCHEDULER, ""), -EINVAL);
+        ASSERT_INT_EQ(parse_rc(KNOB_SCHEDULER, "averyveryverylongname"), -EINVAL);
+}
+
+TEST(nr_requests_resolution) {
+        KnobFacts none = { .nr_tags = 1023, .scheduler_after = "none" };
+        KnobFacts dl = { .nr_tags = 32, .scheduler_after = "mq-deadline" };
+        KnobFacts unknown = { .nr_tags = 0, .scheduler_after = "none" };
+
+        CHECK(resolve(KNOB_NR_REQUESTS, "max", &none), "1023");
+        CHECK(resolve(KNOB_NR_REQUESTS, "256", &none), "256");
+        /* without a scheduler the tag set cannot grow: clamp to it */
+        CHECK(resolve(KNOB_NR_REQUESTS, "4096", &none), "1023");
+        /* with a scheduler the limit is MAX_SCHED_RQ, not the hardware depth */
+        CHECK(resolve(KNOB_NR_REQUESTS, "1024", &dl), "1024");
+        CHECK(resolve(KNOB_NR_REQUESTS, "4096", &dl), "2048");
+        CHECK(resolve(KNOB_NR_REQUESTS, "max", &dl), "32");
+        /* BLKDEV_MIN_RQ */
+        CHECK(resolve(KNOB_NR_REQUESTS, "1", &dl), "4");
+        ASSERT_TRUE(resolve(KNOB_NR_REQUESTS, "max", &unknown) == NULL);
+        ASSERT_INT_EQ(parse_rc(KNOB_NR_REQUESTS, "0"), -ERANGE);
+        ASSERT_INT_EQ(parse_rc(KNOB_NR_REQUESTS, "10241"), -ERANGE);
+        ASSERT_INT_EQ(parse_rc(KNOB_NR_REQUESTS, "deep"), -EINVAL);
+        ASSERT_INT_EQ(parse_rc(KNOB_NR_REQUESTS, "-5"), -ERANGE);
+}
+
+TEST(wbt_default_depends_on_rotational) {
+        KnobFacts rot = { .rotational = true }, ssd = { .rotational = false };
+        CHECK(parse(KNOB_WBT_LAT_USEC, "default"), "-1");
+        CHECK(parse(KNOB_WBT_LAT_USEC, "off"), "0");
+        CHECK(resolve(KNOB_WBT_LAT_USEC, "-1", &rot), "75000");
+        CHECK(resolve(KNOB_WBT_LAT_USEC, "-1", &ssd), "2000");
+        CHECK(resolve(KNOB_WBT_LAT_USEC, "0", &ssd), "0");
+        CHECK(resolve(KNOB_WBT_LAT_USEC, "500", &ssd), "500");
+        ASSERT_INT_EQ(parse_rc(KNOB_WBT_LAT_USEC, "-2"), -ERANGE);
+}
+
+TEST(read_ahead_rounds_to_pages) {
+        KnobFacts f = {};
+        CHECK(resolve(KNOB_READ_AHEAD_KB, "128", &f), "128");
+        CHECK(resolve(KNOB_READ_AHEAD_KB, "130", &f), "128");
+        CHECK(resolve(KNOB_READ_AHEAD_KB, "3", &f), "0");
+        ASSERT_INT_EQ(parse_rc(KNOB_READ_AHEAD_KB, "2000000"), -ERANGE);
+}
+
+TEST(max_sectors_clamps_to_hardware) {
+        KnobFacts f = { .max_hw_sectors_kb = 512 };
+        CHECK(resolve(KNOB_MAX_SECTORS_KB, "max", &f), "512");
+        CHECK(resolve(KNOB_MAX_SECTORS_KB, "1024", &f), "512");
+        CHECK(resolve(KNOB_MAX_SECTORS_KB, "256", &f), "256");
+        ASSERT_INT_EQ(parse_rc(KNOB_MAX_SECTORS_KB, "2"), -ERANGE);
+}
+
+TEST(small_enums_and_booleans) {
+        CHECK(parse(KNOB_RQ_AFFINITY, "2"), "2");
+        ASSERT_INT_EQ(parse_rc(KNOB_RQ_AFFINITY, "3"), -ERANGE);
+        CHECK(parse(KNOB_NOMERGES, "0"), "0");
+        ASSERT_INT_EQ(parse_rc(KNOB_NOMERGES, "x"), -EINVAL);
+        CHECK(parse(KNOB_ADD_RANDOM, "false"), "0");
+        CHECK(parse(KNOB_IOSTATS, "yes"), "1");
+        ASSERT_INT_EQ(parse_rc(KNOB_IOSTATS, "maybe"), -EINVAL);
+        CHECK(norm(KNOB_RQ_AFFINITY, "1\n"), "1");
+}
+
+TEST_MAIN(T(table_is_in_write_order), T(scheduler_readback), T(scheduler_names), T(nr_requests_resolution),
+          T(wbt_default_depends_on_rotational), T(read_ahead_rounds_to_pages), T(max_sectors_clamps_to_hardware),
+          T(small_enums_and_booleans))

@@ -100,9 +100,10 @@ assert_fails() { # CMD...
 }
 
 # Poll CONDITION (a shell expression, eval'ed quietly) every 50 ms until true.
-# Sets WAITED (seconds, 2 decimals) and WAITED_US; fails the check on timeout.
-wait_for() { # CONDITION [TIMEOUT_SECONDS=10]
-	local cond=$1 timeout=${2:-10}
+# Sets WAITED (seconds, 2 decimals) and WAITED_US; on timeout runs DIAGNOSE (a
+# shell command that shows why, e.g. the log that was searched) and fails.
+wait_for() { # CONDITION [TIMEOUT_SECONDS=10] [DIAGNOSE]
+	local cond=$1 timeout=${2:-10} diag=${3:-}
 	local t0 now limit
 	t0=$(_iotvm_us)
 	limit=$((t0 + ${timeout%.*} * 1000000))
@@ -113,7 +114,10 @@ wait_for() { # CONDITION [TIMEOUT_SECONDS=10]
 			WAITED=$(printf '%d.%02d' $((WAITED_US / 1000000)) $((WAITED_US % 1000000 / 10000)))
 			return 0
 		fi
-		(($(_iotvm_us) < limit)) || fail "timed out after ${timeout}s waiting for: $cond"
+		if (($(_iotvm_us) >= limit)); then
+			[[ -n $diag ]] && { echo "    diagnosis: $diag"; eval "$diag" 2>&1 | sed 's/^/    | /'; }
+			fail "timed out after ${timeout}s waiting for: $cond"
+		fi
 		sleep 0.05
 	done
 }

@@ -68,7 +68,8 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
 
                 free(s->observed);
                 free(s->effective);
-                s->observed = s->effective = NULL;
+                free(s->previous);
+                s->observed = s->effective = s->previous = NULL;
                 s->error = 0;
                 if (k->needs_mq && !d->has_mq)
                         continue; /* planned as unsupported */
@@ -146,8 +147,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         recorded = true;
                 }
                 r = write_attr_at(d->syspath, k->attr, s->effective);
-                free(s->observed);
-                s->observed = NULL;
+                s->previous = TAKE_PTR(s->observed);
                 if (read_knob(d, k, &s->observed) < 0) {
                         set_state(s, STATE_FAILED, r < 0 ? r : -EIO, "cannot read %s back after writing", k->attr);
                         continue;

@@ -80,6 +80,7 @@ json_object *output_plan_json(const Plan *p, bool dry_run) {
                         json_object_object_add(e, "desired", json_object_new_string(s->desired));
                         json_object_object_add(e, "effective", str_or_null(s->effective));
                         json_object_object_add(e, "observed", str_or_null(s->observed));
+                        json_object_object_add(e, "previous", str_or_null(s->previous));
                         json_object_object_add(e, "state", json_object_new_string(setting_state_to_string(s->state)));
                         json_object_object_add(e, "note", str_or_null(s->note));
                         json_object_object_add(e, "errno", s->error ? json_object_new_int(-s->error) : NULL);
@@ -153,9 +154,12 @@ void output_plan_table(const Plan *p, bool dry_run, bool show_ok) {
                         const Setting *s = &dp->settings[k];
                         if (!show_ok && s->state == STATE_OK)
                                 continue;
-                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %s\n", wd, dp->device->name, wk, s->knob->name,
-                               wc, s->observed ?: "-", wx, s->effective ?: s->desired, ws, state_label(s, dry_run),
-                               wp, dp->profile, s->note ?: "");
+                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  ", wd, dp->device->name, wk, s->knob->name, wc,
+                               s->observed ?: "-", wx, s->effective ?: s->desired, ws, state_label(s, dry_run), wp,
+                               dp->profile);
+                        if (s->previous)
+                                printf("was %s%s", s->previous, s->note ? "; " : "");
+                        printf("%s\n", s->note ?: "");
                         any = true;
                 }
         }

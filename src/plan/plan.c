@@ -24,6 +24,7 @@ static void setting_done(Setting *s) {
         mark_done(&s->origin);
         free(s->effective);
         free(s->observed);
+        free(s->previous);
         free(s->note);
 }
 

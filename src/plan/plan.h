@@ -26,6 +26,7 @@ typedef struct Setting {
         Mark origin;        /* where `desired` was written */
         char *effective;    /* in the kernel's terms (clamped, rounded); set by reconcile */
         char *observed;     /* normalized read-back; set by reconcile */
+        char *previous;     /* what was read before a write (APPLY), NULL if nothing written */
         SettingState state;
         char *note;         /* why: clamping, errors, unsupported reasons */
         int error;          /* -errno of the last failure, 0 otherwise */

@@ -1,0 +1,244 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""iotunectl end to end on umockdev fixture devices.
+
+Run as: umockdev-wrapper /usr/bin/python3 tests/integration/test_cli.py IOTUNECTL
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testbed import Testbed  # noqa: E402
+
+IOTUNECTL = None
+
+
+class CliTest(unittest.TestCase):
+    def setUp(self):
+        self.bed = Testbed()
+        self.root = tempfile.mkdtemp(prefix="iotuned-root-")
+
+    def tearDown(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+        del self.bed
+
+    def run_cli(self, *args, expect=0):
+        # Inherit the environment as is: the umockdev testbed lives in it.
+        p = subprocess.run([IOTUNECTL, "--root", self.root, *args], capture_output=True, text=True)
+        if p.returncode != expect:
+            self.fail(f"iotunectl {' '.join(args)}: exit {p.returncode}, expected {expect}\n"
+                      f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+        return p
+
+    def json_of(self, *args, expect=0):
+        return json.loads(self.run_cli("--json", *args, expect=expect).stdout)
+
+    def write_conf(self, rel, text):
+        path = os.path.join(self.root, "etc/iotuned", rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    @staticmethod
+    def by_device(doc):
+        return {d["device"]: d for d in doc["devices"]}
+
+    @staticmethod
+    def settings(dev):
+        return {s["knob"]: s for s in dev["settings"]}
+
+    def standard_set(self):
+        self.bed.nvme(0)
+        self.bed.nvme(2, namespaces=2)
+        self.bed.sata("sda", rotational=1)
+        self.bed.virtio("vda")
+
+    # -- plan -------------------------------------------------------------
+    def test_plan_maps_devices_to_profiles_and_writes_nothing(self):
+        self.standard_set()
+        self.bed.multipath(subsys=1, ctrl=1)
+        self.bed.loop("loop0")
+        doc = self.json_of("plan")
+        self.assertEqual(doc["version"], 1)
+        self.assertTrue(doc["dry_run"])
+        devs = self.by_device(doc)
+        self.assertEqual(sorted(devs), ["nvme0n1", "nvme1c1n1", "nvme1n1", "nvme2n1", "nvme2n2", "sda", "vda"])
+        self.assertNotIn("loop0", devs, "loop devices are off by default")
+        self.assertEqual(devs["nvme0n1"]["profile"], "latency")
+        self.assertEqual(devs["nvme0n1"]["facts"]["transport"], "pcie")
+        self.assertEqual(devs["nvme0n1"]["facts"]["model"], "QEMU NVMe Ctrl")
+        self.assertEqual(devs["sda"]["profile"], "throughput")
+        self.assertEqual(devs["sda"]["facts"]["transport"], "sata")
+        self.assertEqual(devs["vda"]["facts"]["transport"], "virtio")
+        self.assertEqual(devs["vda"]["profile"], "throughput")  # virtio reports rotational=1
+        s = self.settings(devs["nvme0n1"])
+        self.assertEqual(s["scheduler"]["state"], "ok")
+        self.assertEqual(s["nr_requests"]["effective"], "1023")  # max = mq/0/nr_tags
+        self.assertEqual(s["rq_affinity"]["state"], "changed")
+        self.assertEqual(s["rq_affinity"]["origin"]["file"], "<builtin>/profiles/latency.yaml")
+        # the multipath head is bio-based: queue knobs are unsupported, read-ahead applies
+        head = self.settings(devs["nvme1n1"])
+        self.assertEqual(head["scheduler"]["state"], "unsupported")
+        self.assertIn("multipath head", head["scheduler"]["note"])
+        self.assertEqual(head["read_ahead_kb"]["state"], "changed")
+        self.assertEqual(devs["nvme1c1n1"]["facts"]["transport"], "tcp")
+        self.assertEqual(self.settings(devs["nvme1c1n1"])["nr_requests"]["effective"], "128")
+        # a dry run writes nothing and records nothing
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "1")
+        self.assertFalse(os.path.exists(os.path.join(self.root, "run/iotuned/originals")))
+
+    def test_plan_table_is_readable(self):
+        self.standard_set()
+        out = self.run_cli("plan").stdout
+        self.assertRegex(out, r"DEVICE\s+KNOB\s+CURRENT\s+DESIRED\s+STATE\s+PROFILE\s+NOTE")
+        self.assertRegex(out, r"nvme0n1\s+rq_affinity\s+1\s+2\s+would-change\s+latency")
+        self.assertIn("plan: 5 devices; 16 ok, 17 would change", out)
+
+    # -- apply / verify / restore ----------------------------------------
+    def test_apply_verify_drift_restore(self):
+        self.standard_set()
+        before = {a: self.bed.read("nvme0n1", a) for a in
+                  ("queue/scheduler", "queue/rq_affinity", "queue/nomerges", "queue/wbt_lat_usec",
+                   "queue/read_ahead_kb")}
+        out = self.run_cli("apply").stdout
+        self.assertRegex(out, r"nvme0n1\s+rq_affinity\s+2\s+2\s+changed\s+latency\s+was 1\n")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "2")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/nomerges"), "2")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/wbt_lat_usec"), "0")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/read_ahead_kb"), "0")
+        self.assertEqual(self.bed.read("sda", "queue/nr_requests"), "1024")
+        self.assertEqual(self.bed.read("sda", "queue/read_ahead_kb"), "4096")
+        rec = os.path.join(self.root, "run/iotuned/originals/nvme0n1.json")
+        with open(rec) as f:
+            orig = json.load(f)
+        self.assertEqual(orig["values"]["rq_affinity"], "1")
+        self.assertEqual(orig["values"]["scheduler"], "none")
+        self.assertIsNotNone(orig["diskseq"])
+
+        self.run_cli("verify")
+        # a second apply changes nothing
+        doc = self.json_of("apply")
+        self.assertEqual(doc["summary"]["settings"]["changed"], 0)
+
+        # drift: someone puts mq-deadline back
+        self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+        doc = self.json_of("verify", expect=1)
+        drifted = [(d["device"], s["knob"]) for d in doc["devices"] for s in d["settings"] if s["state"] == "drifted"]
+        self.assertEqual(drifted, [("nvme0n1", "scheduler")])
+        self.run_cli("apply", "nvme0n1")
+        self.run_cli("verify")
+
+        # the original record survives re-applies: it still holds the first values
+        with open(rec) as f:
+            self.assertEqual(json.load(f)["values"]["scheduler"], "none")
+
+        self.run_cli("restore")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), before["queue/rq_affinity"])
+        self.assertEqual(self.bed.read("nvme0n1", "queue/nomerges"), before["queue/nomerges"])
+        self.assertEqual(self.bed.read("nvme0n1", "queue/wbt_lat_usec"), before["queue/wbt_lat_usec"])
+        self.assertEqual(self.bed.read("nvme0n1", "queue/read_ahead_kb"), before["queue/read_ahead_kb"])
+        self.assertEqual(self.bed.read("sda", "queue/nr_requests"), "64")
+        self.assertEqual(os.listdir(os.path.join(self.root, "run/iotuned/originals")), [])
+
+    def test_restore_one_device_only(self):
+        self.standard_set()
+        self.run_cli("apply")
+        self.run_cli("restore", "sda")
+        self.assertEqual(self.bed.read("sda", "queue/nr_requests"), "64")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "2")
+        self.assertEqual(sorted(os.listdir(os.path.join(self.root, "run/iotuned/originals"))),
+                         ["nvme0n1.json", "nvme2n1.json", "nvme2n2.json", "vda.json"])
+        p = self.run_cli("restore", "sdz", expect=4)
+        self.assertIn("No recorded original values for sdz", p.stderr)
+
+    def test_missing_attribute_is_unsupported_not_an_error(self):
+        self.bed.nvme(0, wbt=None)
+        doc = self.json_of("apply")
+        s = self.settings(self.by_device(doc)["nvme0n1"])
+        self.assertEqual(s["wbt_lat_usec"]["state"], "unsupported")
+        self.assertEqual(s["rq_affinity"]["state"], "changed")
+        self.run_cli("verify")
+
+    # -- configuration -----------------------------------------------------
+    def test_invalid_config_applies_nothing(self):
+        self.standard_set()
+        path = self.write_conf("iotuned.yaml.d/50-site.yaml",
+                               "rules:\n  - match: { kernel: 'sd*' }\n    profile: turbo\n")
+        p = self.run_cli("apply", expect=3)
+        self.assertIn(f"{path}:3:14: rule '{path}:2' uses unknown profile 'turbo'", p.stderr)
+        self.assertIn("nothing was applied", p.stderr)
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "1")
+        self.assertFalse(os.path.exists(os.path.join(self.root, "run/iotuned/originals")))
+        doc = self.json_of("check-config", expect=3)
+        self.assertFalse(doc["valid"])
+
+    def test_dropin_rule_and_admin_profile(self):
+        self.standard_set()
+        self.write_conf("profiles/db.yaml", "description: database\nextends: latency\nqueue:\n  nr_requests: 64\n")
+        self.write_conf("iotuned.yaml.d/50-db.yaml",
+                        "rules:\n  - name: db-disks\n    match: { model: 'QEMU HARD*' }\n    profile: db\n")
+        doc = self.json_of("plan", "sda")
+        sda = doc["devices"][0]
+        self.assertEqual((sda["profile"], sda["rule"]), ("db", "db-disks"))
+        s = self.settings(sda)
+        self.assertEqual(s["nr_requests"]["desired"], "64")
+        self.assertTrue(s["nr_requests"]["origin"]["file"].endswith("/etc/iotuned/profiles/db.yaml"))
+        self.assertEqual(s["scheduler"]["desired"], "none")
+        profiles = {p["name"]: p for p in self.json_of("profiles")["profiles"]}
+        self.assertEqual(profiles["db"]["extends"], "latency")
+        self.assertEqual(sorted(profiles), ["db", "latency", "mixed", "throughput"])
+        out = self.run_cli("profiles", "show", "db").stdout
+        self.assertRegex(out, r"nr_requests\s+64\s+# .*/etc/iotuned/profiles/db.yaml:4:16")
+
+    def test_udev_property_pins_profile(self):
+        self.bed.nvme(0, props={"IOTUNED_PROFILE": "throughput"})
+        dev = self.json_of("plan")["devices"][0]
+        self.assertEqual((dev["profile"], dev["rule"]), ("throughput", "IOTUNED_PROFILE"))
+
+    def test_exclude_rule(self):
+        self.standard_set()
+        self.write_conf("iotuned.yaml.d/10-skip.yaml",
+                        "rules:\n  - name: leave-vda\n    match: { transport: virtio }\n    exclude: true\n")
+        self.run_cli("apply")
+        self.assertEqual(self.bed.read("vda", "queue/nr_requests"), "256")
+        self.assertFalse(os.path.exists(os.path.join(self.root, "run/iotuned/originals/vda.json")))
+
+    # -- explain and errors -----------------------------------------------
+    def test_explain(self):
+        self.standard_set()
+        out = self.run_cli("explain", "sda").stdout
+        self.assertIn("no    nvme (<builtin>/iotuned.yaml:", out)
+        self.assertIn("kernel name 'sda' does not match 'nvme*'", out)
+        self.assertIn("MATCH rotational", out)
+        self.assertIn("Result: profile throughput (rule rotational: rotational is true)", out)
+        self.assertRegex(out, r"read_ahead_kb\s+4096\s+128\s+would-change\s+<builtin>/profiles/throughput.yaml:\d+:\d+")
+        doc = self.json_of("explain", "nvme0n1")
+        self.assertEqual(doc["rules"][0], {"rule": "nvme", "matched": True,
+                                           "why": "kernel name 'nvme0n1' matches 'nvme*'",
+                                           "origin": doc["rules"][0]["origin"]})
+
+    def test_usage_and_device_errors(self):
+        self.standard_set()
+        self.bed.partition("sda", "sda1")
+        p = self.run_cli("plan", "nvme9n9", expect=4)
+        self.assertIn("No such block disk: nvme9n9", p.stderr)
+        p = self.run_cli("apply", "sda1", expect=4)
+        self.assertIn("sda1 is a partition", p.stderr)
+        self.run_cli("frobnicate", expect=64)
+        self.run_cli("--no-such-flag", "plan", expect=64)
+        self.run_cli("explain", expect=64)
+        self.run_cli("profiles", "show", "nonesuch", expect=4)
+        self.assertIn("plan [DEVICE...]", self.run_cli("--help").stdout)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: test_cli.py IOTUNECTL [unittest args]")
+    IOTUNECTL = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)

@@ -6,6 +6,7 @@
 #include "log.h"
 #include "originals.h"
 #include "reconcile.h"
+#include "restore.h"
 #include "util.h"
 
 int cli_init(Cli *c) {
@@ -187,7 +188,6 @@ int cli_verify(Cli *c, char **devices) {
 int cli_restore(Cli *c, char **devices) {
         _cleanup_strv_free_ char **names = NULL, **gone = NULL;
         Plan plan = {};
-        ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = NULL };
         int r, ex = EXIT_OK;
 
         r = originals_list(c->originals_dir, &names);
@@ -201,59 +201,11 @@ int cli_restore(Cli *c, char **devices) {
                         return EXIT_NO_DEVICE;
                 }
 
-        plan.devices = calloc(strv_length(names) ?: 1, sizeof(DevicePlan *));
-        if (!plan.devices)
-                return log_oom(), EXIT_FAILED;
-        for (char **n = names; n && *n; n++) {
-                Device *d = NULL;
-                char *values[_KNOB_MAX];
-
-                if (strv_length(devices) > 0 && !strv_contains(devices, *n))
-                        continue;
-                r = device_lookup(c->udev, *n, &d);
-                if (r >= 0) {
-                        r = originals_load(c->originals_dir, d, values);
-                        if (r == -ESTALE || r == -EBADMSG) {
-                                device_free(d);
-                                d = NULL;
-                        }
-                }
-                if (!d) {
-                        /* The disk is gone or is a different disk now: its record is moot. */
-                        (void) strv_extend(&gone, *n);
-                        (void) originals_forget(c->originals_dir, *n);
-                        continue;
-                }
-                if (r < 0) {
-                        device_free(d);
-                        log_error_errno(r, "Cannot load the original values of %s: %m", *n);
-                        ex = EXIT_FAILED;
-                        continue;
-                }
-                r = plan_device_from_values(d, "original", values, &plan.devices[plan.n]);
-                for (size_t k = 0; k < _KNOB_MAX; k++)
-                        free(values[k]);
-                if (r < 0) {
-                        plan_done(&plan);
-                        return log_oom(), EXIT_FAILED;
-                }
-                plan.n++;
-        }
-
-        r = reconcile_plan(&plan, &o);
+        r = restore_originals(c->udev, c->originals_dir, strv_length(devices) ? devices : NULL, &plan, &gone);
         if (r < 0) {
-                plan_done(&plan);
-                return log_oom(), EXIT_FAILED;
+                log_error_errno(r, "Restoring failed: %m");
+                return EXIT_FAILED;
         }
-        /* A record is dropped only once every value is back. */
-        for (size_t i = 0; i < plan.n; i++) {
-                bool failed = plan.devices[i]->error != NULL;
-                for (size_t k = 0; k < plan.devices[i]->n_settings; k++)
-                        failed = failed || plan.devices[i]->settings[k].state == STATE_FAILED;
-                if (!failed)
-                        (void) originals_forget(c->originals_dir, plan.devices[i]->device->name);
-        }
-
         print_result(c, "restore", &plan, false, false);
         if (!c->json)
                 for (char **g = gone; g && *g; g++)

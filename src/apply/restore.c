@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <string.h>
+
+#include "originals.h"
+#include "reconcile.h"
+#include "restore.h"
+#include "util.h"
+
+static bool device_plan_failed(const DevicePlan *p) {
+        if (p->error)
+                return true;
+        for (size_t k = 0; k < p->n_settings; k++)
+                if (p->settings[k].state == STATE_FAILED)
+                        return true;
+        return false;
+}
+
+int restore_originals(struct udev *udev, const char *dir, char * const *only, Plan *ret, char ***ret_gone) {
+        _cleanup_strv_free_ char **names = NULL, **gone = NULL;
+        ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = NULL };
+        Plan plan = {};
+        int r;
+
+        r = originals_list(dir, &names);
+        if (r < 0)
+                return r;
+        plan.devices = calloc(strv_length(names) ?: 1, sizeof(DevicePlan *));
+        if (!plan.devices)
+                return -ENOMEM;
+
+        for (char **n = names; n && *n; n++) {
+                char *values[_KNOB_MAX];
+                Device *d = NULL;
+
+                if (only && !strv_contains(only, *n))
+                        continue;
+                r = device_lookup(udev, *n, &d);
+                if (r >= 0) {
+                        r = originals_load(dir, d, values);
+                        if (r == -ESTALE || r == -EBADMSG || r == -ENOENT)
+                                d = device_free(d);
+                }
+                if (!d) {
+                        /* Gone, or a different disk now: the record is moot. */
+                        if (strv_extend(&gone, *n) < 0)
+                                goto oom;
+                        (void) originals_forget(dir, *n);
+                        continue;
+                }
+                if (r < 0) {
+                        device_free(d);
+                        plan_done(&plan);
+                        return r;
+                }
+                r = plan_device_from_values(d, "original", values, &plan.devices[plan.n]);
+                for (size_t k = 0; k < _KNOB_MAX; k++)
+                        free(values[k]);
+                if (r < 0)
+                        goto oom;
+                plan.n++;
+        }
+
+        r = reconcile_plan(&plan, &o);
+        if (r < 0)
+                goto oom;
+        for (size_t i = 0; i < plan.n; i++)
+                if (!device_plan_failed(plan.devices[i]))
+                        (void) originals_forget(dir, plan.devices[i]->device->name);
+
+        *ret = plan;
+        if (ret_gone)
+                *ret_gone = TAKE_PTR(gone);
+        return 0;
+oom:
+        plan_done(&plan);
+        return -ENOMEM;
+}
+
+int restore_knobs(const char *dir, Device *d, const bool knobs[_KNOB_MAX], DevicePlan **ret) {
+        ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = NULL };
+        _cleanup_(device_plan_freep) DevicePlan *p = NULL;
+        char *values[_KNOB_MAX];
+        int r;
+
+        r = originals_load(dir, d, values);
+        if (r < 0) {
+                device_free(d);
+                return r;
+        }
+        for (size_t k = 0; k < _KNOB_MAX; k++)
+                if (!knobs[k]) {
+                        free(values[k]);
+                        values[k] = NULL;
+                }
+        r = plan_device_from_values(d, "original", values, &p);
+        for (size_t k = 0; k < _KNOB_MAX; k++)
+                free(values[k]);
+        if (r < 0)
+                return r;
+        r = reconcile_device(p, &o);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}

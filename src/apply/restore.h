@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <libudev.h>
+
+#include "plan.h"
+
+/* Plan a return to the recorded originals of every recorded disk (or only those
+ * in `only`, NULL = all), reconcile it in APPLY mode, and drop each record whose
+ * values are all back. Disks that are gone, or were replaced by another disk of
+ * the same name (diskseq differs), have their record dropped and their names
+ * added to *ret_gone. Shared by `iotunectl restore` and the daemon's stop. */
+int restore_originals(struct udev *udev, const char *originals_dir, char * const *only, Plan *ret,
+                      char ***ret_gone);
+
+/* Restore only the knobs in `knobs` (true = restore) of one disk: used when a
+ * reload stops wanting a knob. The record is kept (other knobs may still be tuned). */
+int restore_knobs(const char *originals_dir, Device *d, const bool knobs[_KNOB_MAX], DevicePlan **ret);

@@ -15,6 +15,11 @@
 #define DROPIN_DIR "iotuned.yaml.d"
 #define PROFILE_DIR "profiles"
 #define DEFAULT_PROFILE "mixed"
+/* Drift check interval: short enough that irqbalance's 10 s rebalance or a udev
+ * rule's revert is corrected well within one of its own periods. */
+#define DEFAULT_REASSERT_USEC (5ULL * 1000000ULL)
+#define MIN_REASSERT_USEC (100ULL * 1000ULL)
+#define MAX_REASSERT_USEC (3600ULL * 1000000ULL)
 
 const char *const discovery_class_names[_DISCOVERY_MAX] = {
         [DISCOVERY_LOOP] = "loop",
@@ -592,6 +597,8 @@ typedef struct FileConfig {
         size_t n_rules;
         bool rules_set;
         int discover[_DISCOVERY_MAX]; /* -1 unset */
+        uint64_t reassert_usec;       /* 0 unset */
+        int restore_on_stop;          /* -1 unset */
 } FileConfig;
 
 static void file_config_done(FileConfig *f) {
@@ -603,9 +610,11 @@ static void file_config_done(FileConfig *f) {
 }
 
 static int parse_main(const YNode *root, FileConfig *fc, Diag *d) {
-        static const char *const keys[] = { "default_profile", "rules", "discovery" };
+        static const char *const keys[] = { "default_profile", "rules", "discovery", "reassert",
+                                            "restore_on_stop" };
         int r = 0;
 
+        fc->restore_on_stop = -1;
         for (size_t i = 0; i < _DISCOVERY_MAX; i++)
                 fc->discover[i] = -1;
         if (!root)
@@ -660,6 +669,36 @@ static int parse_main(const YNode *root, FileConfig *fc, Diag *d) {
                                 else
                                         fc->discover[k] = b;
                         }
+                } else if (streq(key, "reassert")) {
+                        const YNode *iv;
+                        if (!expect_kind(p->value, YNODE_MAPPING, "reassert", d)) {
+                                r = -EINVAL;
+                                continue;
+                        }
+                        for (size_t j = 0; j < p->value->n_pairs; j++)
+                                if (!streq(p->value->pairs[j].key->scalar, "interval")) {
+                                        static const char *const rk[] = { "interval" };
+                                        unknown_key(&p->value->pairs[j], "reassert", rk, 1, d);
+                                        q = -EINVAL;
+                                }
+                        iv = ynode_get(p->value, "interval");
+                        if (iv && expect_string(iv, "interval", d)) {
+                                uint64_t u;
+                                if (parse_duration_usec(iv->scalar, &u) < 0 || u < MIN_REASSERT_USEC ||
+                                    u > MAX_REASSERT_USEC)
+                                        q = diag_add(d, &iv->mark,
+                                                     "invalid interval '%s': expected a duration from 100ms to 1h, "
+                                                     "e.g. 5s or 500ms",
+                                                     iv->scalar);
+                                else
+                                        fc->reassert_usec = u;
+                        } else if (iv)
+                                q = -EINVAL;
+                } else if (streq(key, "restore_on_stop")) {
+                        bool b;
+                        q = parse_bool_node(p->value, key, &b, d);
+                        if (q == 0)
+                                fc->restore_on_stop = b;
                 } else {
                         unknown_key(p, "configuration", keys, ELEMENTSOF(keys), d);
                         q = -EINVAL;
@@ -806,6 +845,10 @@ static int merge_file(Config *c, FileConfig *fc, Rule **all_rules, size_t *n_all
         for (size_t i = 0; i < _DISCOVERY_MAX; i++)
                 if (fc->discover[i] >= 0)
                         c->discover[i] = fc->discover[i];
+        if (fc->reassert_usec)
+                c->reassert_usec = fc->reassert_usec;
+        if (fc->restore_on_stop >= 0)
+                c->restore_on_stop = fc->restore_on_stop;
         if (fc->rules_set) {
                 /* A later file's rules are tried before an earlier file's (later wins);
                  * `rules: []` drops everything read so far. */
@@ -839,6 +882,8 @@ int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
         c = calloc(1, sizeof(Config));
         if (!c)
                 return -ENOMEM;
+        c->reassert_usec = DEFAULT_REASSERT_USEC;
+        c->restore_on_stop = true;
 
         if ((r = collect(paths, NULL, MAIN_CONFIG, &mains, d)) < 0 ||
             (r = collect(paths, DROPIN_DIR, NULL, &dropins, d)) < 0 ||

@@ -77,6 +77,8 @@ typedef struct Config {
         Profile **profiles;
         size_t n_profiles;
         bool discover[_DISCOVERY_MAX];
+        uint64_t reassert_usec;      /* daemon drift check interval */
+        bool restore_on_stop;        /* daemon: put originals back on SIGTERM */
         char **files;                /* every file that contributed, in load order */
         char **masked;               /* files masked by a /dev/null symlink */
 } Config;

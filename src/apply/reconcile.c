@@ -139,6 +139,12 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         continue;
                 }
 
+                if (s->hold) {
+                        /* The daemon backs off from a setting something keeps reverting. */
+                        set_state(s, STATE_DRIFTED, 0, "held back: something keeps changing it (see the conflict report)");
+                        continue;
+                }
+
                 /* APPLY: nothing is written before the originals are safe. */
                 if (!recorded && o->originals_dir) {
                         r = originals_record(o->originals_dir, d);

@@ -85,6 +85,12 @@ json_object *output_plan_json(const Plan *p, bool dry_run) {
                         json_object_object_add(e, "note", str_or_null(s->note));
                         json_object_object_add(e, "errno", s->error ? json_object_new_int(-s->error) : NULL);
                         json_object_object_add(e, "origin", output_mark_json(&s->origin));
+                        if (s->rt.drifts || s->rt.last_change_usec || s->rt.conflict) {
+                                json_object_object_add(e, "drifts", json_object_new_int((int) s->rt.drifts));
+                                json_object_object_add(e, "conflict", json_object_new_boolean(s->rt.conflict));
+                                json_object_object_add(e, "last_change_realtime_usec",
+                                                       json_object_new_uint64(s->rt.last_change_usec));
+                        }
                         json_object_array_add(settings, e);
                 }
                 json_object_object_add(d, "settings", settings);

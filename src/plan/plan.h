@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdint.h>
+
 #include "config.h"
 #include "device.h"
 #include "knob.h"
@@ -19,6 +21,18 @@ typedef enum SettingState {
 
 const char *setting_state_to_string(SettingState s);
 
+/* What the daemon keeps per setting between drift checks. The CLI leaves it zero. */
+typedef struct SettingRuntime {
+        unsigned drifts;             /* corrections since this setting was planned */
+        uint64_t last_change_usec;   /* CLOCK_REALTIME of the last write, 0 = never */
+        uint64_t window_start_usec;  /* CLOCK_MONOTONIC start of the current counting window */
+        unsigned window_drifts;      /* drifts within that window */
+        uint64_t hold_until_usec;    /* CLOCK_MONOTONIC: back-off, do not write before this */
+        unsigned backoff_level;      /* the hold doubles with each conflict episode */
+        bool conflict;               /* in a conflict episode (reported once) */
+        SettingState last_reported;  /* to log failures once, not every tick */
+} SettingRuntime;
+
 /* One knob on one object. */
 typedef struct Setting {
         const Knob *knob;
@@ -30,6 +44,8 @@ typedef struct Setting {
         SettingState state;
         char *note;         /* why: clamping, errors, unsupported reasons */
         int error;          /* -errno of the last failure, 0 otherwise */
+        bool hold;          /* APPLY must not write it (daemon back-off); reported as drifted */
+        SettingRuntime rt;
 } Setting;
 
 typedef struct DevicePlan {

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <systemd/sd-journal.h>
+
+#include "events.h"
+#include "log.h"
+#include "util.h"
+
+/* Keep in sync with catalog/iotuned.catalog. */
+static const char *const message_ids[_EVENT_MAX] = {
+        [EVENT_TUNED] = "c0e74b1dfaf847d5b438382e8afef2b0",
+        [EVENT_DRIFT] = "ddd3ea3720e646139165099acdaad3df",
+        [EVENT_CONFLICT] = "095bdbb2377f45468291453ee991e258",
+        [EVENT_UNSUPPORTED] = "ff7b44bea39643da99ddbf3a343030d5",
+        [EVENT_FAILED] = "78e618eba7c04a25abdf1b130e03302c",
+        [EVENT_CONFIG_ERROR] = "76311640db514e3bbb4782dc4928130a",
+        [EVENT_RESTORE] = "491c4daa961a49429ac640a54eacbec9",
+        [EVENT_REMOVED] = "37d45c408b0b4ba99354ba9add6a1a42",
+};
+
+const char *event_message_id(EventKind k) {
+        return message_ids[k];
+}
+
+/* Journal when running under systemd, stderr otherwise (a developer's terminal).
+ * Fields are passed as "KEY=value" strings; NULL values are skipped. */
+static void emit(EventKind k, int priority, const char *message, const char *const *fields, size_t n_fields) {
+        struct iovec iov[24];
+        char *bufs[24];
+        size_t n = 0;
+
+        if (priority > log_get_max_level())
+                return;
+        if (!getenv("JOURNAL_STREAM") && !getenv("INVOCATION_ID")) {
+                fprintf(stderr, "iotuned: %s\n", message);
+                return;
+        }
+#define ADD(...)                                                        \
+        do {                                                            \
+                if (n < ELEMENTSOF(iov) && asprintf(&bufs[n], __VA_ARGS__) >= 0) { \
+                        iov[n].iov_base = bufs[n];                      \
+                        iov[n].iov_len = strlen(bufs[n]);               \
+                        n++;                                            \
+                }                                                       \
+        } while (0)
+        ADD("MESSAGE=%s", message);
+        ADD("PRIORITY=%d", priority);
+        ADD("MESSAGE_ID=%s", message_ids[k]);
+        ADD("SYSLOG_IDENTIFIER=iotuned");
+        for (size_t i = 0; i < n_fields; i++)
+                if (fields[i])
+                        ADD("%s", fields[i]);
+#undef ADD
+        (void) sd_journal_sendv(iov, (int) n);
+        for (size_t i = 0; i < n; i++)
+                free(bufs[i]);
+}
+
+static char *field(const char *key, const char *value) {
+        char *f = NULL;
+        if (value)
+                (void) asprintf_safe(&f, "%s=%s", key, value);
+        return f;
+}
+
+static void free_fields(char **f, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(f[i]);
+}
+
+void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        char *f[9];
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        if (!msg)
+                return;
+        f[0] = field("DEVICE", p->device->name);
+        f[1] = field("PROFILE", p->profile);
+        f[2] = field("RULE", p->rule);
+        f[3] = field("KNOB", s->knob->name);
+        f[4] = field("DESIRED", s->effective ?: s->desired);
+        f[5] = field("OBSERVED", s->observed);
+        f[6] = field("PREVIOUS", s->previous);
+        f[7] = field("STATE", setting_state_to_string(s->state));
+        f[8] = field("DEVICE_SYSPATH", p->device->syspath);
+        emit(k, priority, msg, (const char *const *) f, ELEMENTSOF(f));
+        free_fields(f, ELEMENTSOF(f));
+}
+
+void event_device(EventKind k, int priority, const DevicePlan *p, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        char *f[4];
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        if (!msg)
+                return;
+        f[0] = field("DEVICE", p->device->name);
+        f[1] = field("PROFILE", p->profile);
+        f[2] = field("RULE", p->rule);
+        f[3] = field("DEVICE_SYSPATH", p->device->syspath);
+        emit(k, priority, msg, (const char *const *) f, ELEMENTSOF(f));
+        free_fields(f, ELEMENTSOF(f));
+}
+
+void event_config_error(const Diagnostic *d, bool on_reload) {
+        _cleanup_free_ char *msg = NULL;
+        char *f[3] = {};
+
+        if (d->mark.file && d->mark.line)
+                (void) asprintf_safe(&msg, "%s:%u:%u: %s%s", d->mark.file, d->mark.line, d->mark.column, d->message,
+                                     on_reload ? " (reload refused; the previous configuration stays in force)" : "");
+        else
+                (void) asprintf_safe(&msg, "%s%s%s%s", d->mark.file ?: "", d->mark.file ? ": " : "", d->message,
+                                     on_reload ? " (reload refused; the previous configuration stays in force)" : "");
+        if (!msg)
+                return;
+        f[0] = field("CONFIG_FILE", d->mark.file);
+        if (d->mark.line) {
+                (void) asprintf_safe(&f[1], "CONFIG_LINE=%u", d->mark.line);
+                (void) asprintf_safe(&f[2], "CONFIG_COLUMN=%u", d->mark.column);
+        }
+        emit(EVENT_CONFIG_ERROR, LOG_ERR, msg, (const char *const *) f, ELEMENTSOF(f));
+        free_fields(f, ELEMENTSOF(f));
+}
+
+void event_log_tuned(const DevicePlan *p) {
+        unsigned counts[_STATE_MAX] = {};
+
+        if (p->excluded) {
+                event_device(EVENT_TUNED, LOG_INFO, p, "%s: excluded by rule %s, left alone", p->device->name, p->rule);
+                return;
+        }
+        if (p->error) {
+                event_device(EVENT_FAILED, LOG_WARNING, p, "%s: not tuned: %s", p->device->name, p->error);
+                return;
+        }
+        for (size_t i = 0; i < p->n_settings; i++) {
+                const Setting *s = &p->settings[i];
+                counts[s->state]++;
+                if (s->state == STATE_CHANGED)
+                        event_setting(EVENT_TUNED, LOG_INFO, p, s, "%s: %s %s -> %s (profile %s)", p->device->name,
+                                      s->knob->name, s->previous ?: "?", s->observed, p->profile);
+                else if (s->state == STATE_UNSUPPORTED)
+                        event_setting(EVENT_UNSUPPORTED, LOG_NOTICE, p, s, "%s: %s not supported: %s",
+                                      p->device->name, s->knob->name, s->note ?: "");
+                else if (s->state == STATE_FAILED)
+                        event_setting(EVENT_FAILED, LOG_WARNING, p, s, "%s: %s: %s", p->device->name, s->knob->name,
+                                      s->note ?: "failed");
+        }
+        event_device(EVENT_TUNED, counts[STATE_FAILED] ? LOG_WARNING : LOG_INFO, p,
+                     "%s tuned with profile %s (rule %s): %u changed, %u already ok, %u unsupported, %u failed",
+                     p->device->name, p->profile, p->rule, counts[STATE_CHANGED], counts[STATE_OK],
+                     counts[STATE_UNSUPPORTED], counts[STATE_FAILED]);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "diag.h"
+#include "plan.h"
+
+/* Journal events people search for. Each kind has a MESSAGE_ID with an entry in
+ * catalog/iotuned.catalog, so `journalctl -x` explains it, and every event about a
+ * device carries DEVICE=, PROFILE=, RULE= and, for a knob, KNOB=, DESIRED=,
+ * OBSERVED= (and PREVIOUS= for a write): `journalctl -u iotuned DEVICE=nvme0n1`. */
+typedef enum EventKind {
+        EVENT_TUNED,          /* a device was tuned (summary) or a knob written */
+        EVENT_DRIFT,          /* someone changed a tuned value; it was put back */
+        EVENT_CONFLICT,       /* something keeps changing it: backing off */
+        EVENT_UNSUPPORTED,    /* the device lacks a knob its profile sets */
+        EVENT_FAILED,         /* a knob could not be read, written or resolved */
+        EVENT_CONFIG_ERROR,   /* a configuration error (start or reload) */
+        EVENT_RESTORE,        /* original values put back */
+        EVENT_REMOVED,        /* a tuned device went away */
+        _EVENT_MAX,
+} EventKind;
+
+const char *event_message_id(EventKind k);
+
+/* A knob-level event. */
+void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *fmt, ...)
+        _printf_(5, 6);
+/* A device-level event (no KNOB=). */
+void event_device(EventKind k, int priority, const DevicePlan *p, const char *fmt, ...) _printf_(4, 5);
+/* One configuration diagnostic, with CONFIG_FILE=, CONFIG_LINE=, CONFIG_COLUMN=. */
+void event_config_error(const Diagnostic *d, bool on_reload);
+
+/* Log the outcome of a first tuning (start, hotplug, reload) of one device. */
+void event_log_tuned(const DevicePlan *p);

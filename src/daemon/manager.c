@@ -1,0 +1,636 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <json-c/json.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/random.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include "cli.h"
+#include "events.h"
+#include "fileio.h"
+#include "log.h"
+#include "manager.h"
+#include "originals.h"
+#include "reconcile.h"
+#include "restore.h"
+#include "util.h"
+
+/* Drift accounting (see iotuned(8)): a setting reverted CONFLICT_DRIFTS times within
+ * CONFLICT_WINDOW is in conflict with something; we stop writing it for
+ * BACKOFF_BASE << level (capped), report that once, and try again afterwards. */
+#define USEC_PER_SEC 1000000ULL
+#define CONFLICT_WINDOW_USEC (60ULL * USEC_PER_SEC)
+#define CONFLICT_DRIFTS 5u
+#define BACKOFF_BASE_USEC (30ULL * USEC_PER_SEC)
+#define BACKOFF_MAX_USEC (3600ULL * USEC_PER_SEC)
+/* A conflict episode ends after this long without drift. */
+#define CONFLICT_QUIET_USEC (5ULL * 60ULL * USEC_PER_SEC)
+/* udev may queue a burst (hundreds of disks at boot, a JBOF hot-add): a large
+ * receive buffer keeps the kernel from dropping events while we work. */
+#define MONITOR_RCVBUF (128 * 1024 * 1024)
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        sd_event_source_disable_unref(m->sigterm_source);
+        sd_event_source_disable_unref(m->sigint_source);
+        sd_event_source_disable_unref(m->sighup_source);
+        sd_event_source_disable_unref(m->monitor_source);
+        sd_event_source_disable_unref(m->batch_source);
+        sd_event_source_disable_unref(m->drift_source);
+        sd_event_unref(m->event);
+        udev_monitor_unref(m->monitor);
+        udev_unref(m->udev);
+        strv_free(m->pending);
+        config_paths_done(&m->paths);
+        config_free(m->config);
+        plan_done(&m->plan);
+        free(m->root);
+        free(m->originals_dir);
+        free(m->status_path);
+        free(m);
+        return NULL;
+}
+
+int manager_new(const char *root, const char *config_dir, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        int r;
+
+        m = calloc(1, sizeof(Manager));
+        if (!m)
+                return -ENOMEM;
+        m->root = strdup(root && !streq(root, "/") ? root : "");
+        if (!m->root)
+                return -ENOMEM;
+        if (asprintf_safe(&m->originals_dir, "%s%s/originals", m->root, IOTUNED_RUN_DIR) < 0 ||
+            asprintf_safe(&m->status_path, "%s%s/status.json", m->root, IOTUNED_RUN_DIR) < 0)
+                return -ENOMEM;
+        r = config_paths_default(m->root, config_dir, &m->paths);
+        if (r < 0)
+                return r;
+        m->udev = udev_new();
+        if (!m->udev)
+                return -ENOMEM;
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+/* ---- reporting ---------------------------------------------------------------- */
+
+static void manager_write_status(Manager *m) {
+        json_object *j = output_json_new("status"), *body = output_plan_json(&m->plan, false), *d;
+        const char *text;
+        int r;
+
+        if (!j || !body) {
+                json_object_put(j);
+                json_object_put(body);
+                return;
+        }
+        json_object_object_foreach(body, key, val) json_object_object_add(j, key, json_object_get(val));
+        json_object_put(body);
+        d = json_object_new_object();
+        json_object_object_add(d, "pid", json_object_new_int((int) getpid()));
+        json_object_object_add(d, "reassert_interval_usec", json_object_new_uint64(m->config->reassert_usec));
+        json_object_object_add(d, "drifts_corrected", json_object_new_int((int) m->drifts_corrected));
+        json_object_object_add(d, "conflicts", json_object_new_int((int) m->conflicts));
+        json_object_object_add(d, "reload_failures", json_object_new_int((int) m->reload_failures));
+        json_object_object_add(d, "last_check_realtime_usec", json_object_new_uint64(m->last_check_usec));
+        json_object_object_add(j, "daemon", d);
+        text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        r = write_file_atomic(m->status_path, text, strlen(text));
+        if (r < 0)
+                log_warning_errno(r, "Cannot write %s: %m", m->status_path);
+        json_object_put(j);
+}
+
+/* "6 devices: latency 4, throughput 2; 3 drifts corrected; 1 conflict" */
+static void manager_notify_status(Manager *m, const char *extra) {
+        char buf[1024];
+        size_t off = 0;
+        unsigned tuned = 0, excluded = 0;
+        bool first = true;
+
+        for (size_t i = 0; i < m->plan.n; i++) {
+                if (m->plan.devices[i]->excluded)
+                        excluded++;
+                else
+                        tuned++;
+        }
+        off += snprintf(buf + off, sizeof(buf) - off, "%u device%s", tuned, tuned == 1 ? "" : "s");
+        for (size_t p = 0; p < m->config->n_profiles && off < sizeof(buf); p++) {
+                const char *name = m->config->profiles[p]->name;
+                unsigned n = 0;
+                for (size_t i = 0; i < m->plan.n; i++)
+                        if (m->plan.devices[i]->profile && !m->plan.devices[i]->excluded &&
+                            streq(m->plan.devices[i]->profile, name))
+                                n++;
+                if (n) {
+                        off += snprintf(buf + off, sizeof(buf) - off, "%s %s %u", first ? ":" : ",", name, n);
+                        first = false;
+                }
+        }
+        if (off < sizeof(buf) && excluded)
+                off += snprintf(buf + off, sizeof(buf) - off, "; %u excluded", excluded);
+        if (off < sizeof(buf))
+                off += snprintf(buf + off, sizeof(buf) - off, "; %u drift%s corrected", m->drifts_corrected,
+                                m->drifts_corrected == 1 ? "" : "s");
+        if (off < sizeof(buf) && m->conflicts)
+                off += snprintf(buf + off, sizeof(buf) - off, "; %u conflict%s", m->conflicts,
+                                m->conflicts == 1 ? "" : "s");
+        if (off < sizeof(buf) && extra)
+                snprintf(buf + off, sizeof(buf) - off, "; %s", extra);
+        (void) sd_notifyf(false, "STATUS=%s", buf);
+}
+
+/* ---- tuning ------------------------------------------------------------------- */
+
+static ssize_t plan_index(const Manager *m, const char *name) {
+        for (size_t i = 0; i < m->plan.n; i++)
+                if (streq(m->plan.devices[i]->device->name, name))
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void stamp_changes(DevicePlan *p) {
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        for (size_t k = 0; k < p->n_settings; k++)
+                if (p->settings[k].state == STATE_CHANGED)
+                        p->settings[k].rt.last_change_usec = now;
+}
+
+/* Plan and apply one disk from scratch (start, hotplug, reload) and keep its plan. */
+static int manager_tune_device(Manager *m, Device *d) {
+        ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir };
+        DevicePlan *p = NULL, **n;
+        ssize_t idx;
+        int r;
+
+        r = plan_device(m->config, d, &p);
+        if (r < 0)
+                return r;
+        r = reconcile_device(p, &o);
+        if (r == -ENOMEM) {
+                device_plan_free(p);
+                return r;
+        }
+        if (r < 0 && !p->error)
+                (void) asprintf_safe(&p->error, "not tuned: cannot record original values: %s", strerror(-r));
+        stamp_changes(p);
+        for (size_t k = 0; k < p->n_settings; k++)
+                p->settings[k].rt.last_reported = p->settings[k].state;
+        event_log_tuned(p);
+
+        idx = plan_index(m, p->device->name);
+        if (idx >= 0) {
+                device_plan_free(m->plan.devices[idx]);
+                m->plan.devices[idx] = p;
+                return 0;
+        }
+        n = realloc(m->plan.devices, (m->plan.n + 1) * sizeof(DevicePlan *));
+        if (!n) {
+                device_plan_free(p);
+                return -ENOMEM;
+        }
+        m->plan.devices = n;
+        m->plan.devices[m->plan.n++] = p;
+        return 0;
+}
+
+static void manager_forget_device(Manager *m, const char *name) {
+        ssize_t idx = plan_index(m, name);
+        if (idx < 0)
+                return;
+        event_device(EVENT_REMOVED, LOG_INFO, m->plan.devices[idx], "%s removed; forgetting its plan and originals",
+                     name);
+        (void) originals_forget(m->originals_dir, name);
+        device_plan_free(m->plan.devices[idx]);
+        memmove(m->plan.devices + idx, m->plan.devices + idx + 1, (m->plan.n - idx - 1) * sizeof(DevicePlan *));
+        m->plan.n--;
+}
+
+static DiscoveryFilter manager_filter(const Manager *m) {
+        return (DiscoveryFilter) {
+                .loop = m->config->discover[DISCOVERY_LOOP],
+                .dm = m->config->discover[DISCOVERY_DM],
+                .md = m->config->discover[DISCOVERY_MD],
+                .zram = m->config->discover[DISCOVERY_ZRAM],
+        };
+}
+
+static int manager_tune_all(Manager *m) {
+        DiscoveryFilter f = manager_filter(m);
+        DeviceList l = {};
+        int r;
+
+        r = device_enumerate(m->udev, &f, &l);
+        if (r < 0)
+                return log_error_errno(r, "Cannot enumerate block devices: %m");
+        for (size_t i = 0; i < l.n; i++) {
+                r = manager_tune_device(m, TAKE_PTR(l.items[i]));
+                if (r < 0) {
+                        device_list_done(&l);
+                        return log_error_errno(r, "Cannot tune devices: %m");
+                }
+        }
+        device_list_done(&l);
+        return 0;
+}
+
+/* ---- drift -------------------------------------------------------------------- */
+
+static void note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now) {
+        SettingRuntime *rt = &s->rt;
+
+        rt->drifts++;
+        m->drifts_corrected++;
+        if (now - rt->window_start_usec > CONFLICT_WINDOW_USEC || rt->window_start_usec == 0) {
+                rt->window_start_usec = now;
+                rt->window_drifts = 0;
+        }
+        rt->window_drifts++;
+        event_setting(EVENT_DRIFT, LOG_NOTICE, p, s, "%s: %s drifted to %s (desired %s); put back", p->device->name,
+                      s->knob->name, s->previous ?: "?", s->effective);
+
+        if (rt->window_drifts >= CONFLICT_DRIFTS) {
+                uint64_t hold = BACKOFF_BASE_USEC << MIN(rt->backoff_level, 7u);
+                hold = MIN(hold, BACKOFF_MAX_USEC);
+                rt->hold_until_usec = now + hold;
+                rt->backoff_level++;
+                rt->window_drifts = 0;
+                rt->window_start_usec = now;
+                if (!rt->conflict) {
+                        rt->conflict = true;
+                        m->conflicts++;
+                        event_setting(EVENT_CONFLICT, LOG_WARNING, p, s,
+                                      "%s: %s keeps being changed back to %s (%u times in %llu s); not writing it for "
+                                      "%llu s. Another tuning agent (TuneD, a udev rule, a boot script, irqbalance) "
+                                      "is fighting iotuned: remove one of them, or exclude the device in iotuned.yaml",
+                                      p->device->name, s->knob->name, s->previous ?: "?", CONFLICT_DRIFTS,
+                                      (unsigned long long) (CONFLICT_WINDOW_USEC / USEC_PER_SEC),
+                                      (unsigned long long) (hold / USEC_PER_SEC));
+                } else
+                        log_debug("%s %s: still in conflict, holding %llu s", p->device->name, s->knob->name,
+                                  (unsigned long long) (hold / USEC_PER_SEC));
+        }
+}
+
+int manager_check_drift(Manager *m) {
+        ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir };
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        bool changed = false;
+        int r;
+
+        for (size_t i = 0; i < m->plan.n; i++) {
+                DevicePlan *p = m->plan.devices[i];
+
+                if (p->excluded || p->error)
+                        continue;
+                for (size_t k = 0; k < p->n_settings; k++) {
+                        Setting *s = &p->settings[k];
+                        s->hold = s->rt.hold_until_usec > now;
+                        if (s->rt.conflict && !s->hold && s->rt.window_start_usec &&
+                            now - s->rt.window_start_usec > CONFLICT_QUIET_USEC) {
+                                s->rt.conflict = false; /* quiet for long enough: episode over */
+                                s->rt.backoff_level = 0;
+                        }
+                }
+                r = reconcile_device(p, &o);
+                if (r == -ENOMEM)
+                        return r;
+                for (size_t k = 0; k < p->n_settings; k++) {
+                        Setting *s = &p->settings[k];
+                        if (s->state == STATE_CHANGED) {
+                                s->rt.last_change_usec = now_usec(CLOCK_REALTIME);
+                                note_drift(m, p, s, now);
+                                changed = true;
+                        } else if (s->state == STATE_FAILED && s->rt.last_reported != STATE_FAILED) {
+                                event_setting(EVENT_FAILED, LOG_WARNING, p, s, "%s: %s: %s", p->device->name,
+                                              s->knob->name, s->note ?: "failed");
+                                changed = true;
+                        } else if (s->state != s->rt.last_reported)
+                                changed = true;
+                        s->rt.last_reported = s->state;
+                        s->hold = false;
+                }
+        }
+        m->last_check_usec = now_usec(CLOCK_REALTIME);
+        if (changed) {
+                manager_write_status(m);
+                manager_notify_status(m, NULL);
+        }
+        return 0;
+}
+
+static int arm_drift_timer(Manager *m);
+
+static int on_drift_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r = manager_check_drift(m);
+        if (r < 0)
+                log_error_errno(r, "Drift check failed: %m");
+        return arm_drift_timer(m);
+}
+
+static int arm_drift_timer(Manager *m) {
+        uint64_t interval = m->config->reassert_usec, jitter = 0;
+        int r;
+
+        /* Up to 10% jitter so a fleet's nodes do not all read sysfs in lockstep. */
+        if (getrandom(&jitter, sizeof(jitter), GRND_NONBLOCK) != sizeof(jitter))
+                jitter = 0;
+        jitter %= interval / 10 + 1;
+
+        if (m->drift_source) {
+                r = sd_event_source_set_time_relative(m->drift_source, interval + jitter);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->drift_source, SD_EVENT_ONESHOT);
+                return r;
+        }
+        r = sd_event_add_time_relative(m->event, &m->drift_source, CLOCK_MONOTONIC, interval + jitter,
+                                       interval / 20, on_drift_timer, m);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_description(m->drift_source, "drift-check");
+}
+
+/* ---- udev --------------------------------------------------------------------- */
+
+static int on_batch(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_strv_free_ char **batch = TAKE_PTR(m->pending);
+        DiscoveryFilter f = manager_filter(m);
+        bool changed = false;
+
+        (void) sd_event_source_set_enabled(m->batch_source, SD_EVENT_OFF);
+        for (char **e = batch; e && *e; e++) {
+                char *syspath = strchr(*e, ' ') + 1;
+                const char *action = *e, *name;
+                struct udev_device *u;
+                Device *d = NULL;
+                int r;
+
+                syspath[-1] = 0;
+                /* A later event for the same device in this batch supersedes this one. */
+                bool superseded = false;
+                for (char **l = e + 1; *l && !superseded; l++)
+                        superseded = streq(strchr(*l, ' ') + 1, syspath);
+                if (superseded)
+                        continue;
+
+                name = strrchr(syspath, '/') + 1;
+                if (streq(action, "remove")) {
+                        manager_forget_device(m, name);
+                        changed = true;
+                        continue;
+                }
+                if (!device_name_wanted(name, &f))
+                        continue;
+                u = udev_device_new_from_syspath(m->udev, syspath);
+                if (!u)
+                        continue; /* gone again already */
+                r = device_probe(u, &d);
+                udev_device_unref(u);
+                if (r == -ENODEV)
+                        continue;
+                if (r >= 0)
+                        r = manager_tune_device(m, d);
+                if (r < 0)
+                        log_error_errno(r, "Cannot tune %s: %m", name);
+                changed = true;
+        }
+        if (changed) {
+                manager_write_status(m);
+                manager_notify_status(m, NULL);
+        }
+        return 0;
+}
+
+static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        struct udev_device *u;
+
+        /* Drain everything that is queued; the batch runs once the loop is idle. */
+        while ((u = udev_monitor_receive_device(m->monitor))) {
+                const char *action = udev_device_get_action(u), *devtype = udev_device_get_devtype(u);
+                char *entry = NULL;
+
+                if (action && devtype && streq(devtype, "disk") &&
+                    (streq(action, "add") || streq(action, "change") || streq(action, "remove")) &&
+                    asprintf_safe(&entry, "%s %s", action, udev_device_get_syspath(u)) >= 0 &&
+                    strv_push(&m->pending, entry) < 0)
+                        log_oom();
+                udev_device_unref(u);
+        }
+        if (m->pending)
+                (void) sd_event_source_set_enabled(m->batch_source, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+static int manager_watch_udev(Manager *m) {
+        int r;
+
+        /* "udev", not "kernel": udev rules have run when we see the event, so our
+         * values are written after theirs. */
+        m->monitor = udev_monitor_new_from_netlink(m->udev, "udev");
+        if (!m->monitor)
+                return -ENOMEM;
+        r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "block", "disk");
+        if (r < 0)
+                return r;
+        (void) udev_monitor_set_receive_buffer_size(m->monitor, MONITOR_RCVBUF);
+        r = udev_monitor_enable_receiving(m->monitor);
+        if (r < 0)
+                return r;
+        r = sd_event_add_io(m->event, &m->monitor_source, udev_monitor_get_fd(m->monitor), EPOLLIN, on_monitor, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(m->monitor_source, "udev-monitor");
+        r = sd_event_add_defer(m->event, &m->batch_source, on_batch, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(m->batch_source, "udev-batch");
+        return sd_event_source_set_enabled(m->batch_source, SD_EVENT_OFF);
+}
+
+/* ---- configuration ------------------------------------------------------------ */
+
+static int manager_load_config(Manager *m, bool reload, Config **ret) {
+        Diag diag = {};
+        int r = config_load(&m->paths, ret, &diag);
+
+        for (size_t i = 0; i < diag.n; i++)
+                event_config_error(&diag.items[i], reload);
+        diag_done(&diag);
+        return r;
+}
+
+/* Knobs a disk had in its old plan and does not have in the new one go back to
+ * their originals; everything else is simply re-planned. */
+static void restore_dropped_knobs(Manager *m, const DevicePlan *old, const DevicePlan *new) {
+        bool drop[_KNOB_MAX] = {}, any = false;
+        DevicePlan *rp = NULL;
+        Device *d = NULL;
+
+        for (size_t k = 0; k < old->n_settings; k++) {
+                KnobId id = old->settings[k].knob->id;
+                bool kept = false;
+                for (size_t j = 0; new && !new->excluded && !new->error && j < new->n_settings; j++)
+                        kept = kept || new->settings[j].knob->id == id;
+                if (!kept)
+                        drop[id] = any = true;
+        }
+        if (!any || device_lookup(m->udev, old->device->name, &d) < 0)
+                return;
+        if (restore_knobs(m->originals_dir, d, drop, &rp) < 0)
+                return;
+        for (size_t k = 0; k < rp->n_settings; k++)
+                if (rp->settings[k].state == STATE_CHANGED)
+                        event_setting(EVENT_RESTORE, LOG_INFO, rp, &rp->settings[k],
+                                      "%s: %s no longer tuned by the new configuration; restored %s",
+                                      rp->device->name, rp->settings[k].knob->name, rp->settings[k].observed);
+        device_plan_free(rp);
+}
+
+static int manager_reload(Manager *m) {
+        _cleanup_(config_freep) Config *c = NULL;
+        Plan old;
+        int r;
+
+        log_info("Reloading configuration.");
+        r = manager_load_config(m, true, &c);
+        if (r < 0) {
+                m->reload_failures++;
+                manager_notify_status(m, "last reload refused: invalid configuration (journalctl -u iotuned)");
+                return 0; /* keep running with the old configuration */
+        }
+
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long) now_usec(CLOCK_MONOTONIC));
+        config_free(m->config);
+        m->config = TAKE_PTR(c);
+        old = m->plan;
+        m->plan = (Plan) {};
+        r = manager_tune_all(m);
+        for (size_t i = 0; i < old.n; i++) {
+                ssize_t idx = plan_index(m, old.devices[i]->device->name);
+                restore_dropped_knobs(m, old.devices[i], idx >= 0 ? m->plan.devices[idx] : NULL);
+        }
+        /* Keep drift history for settings that survived the reload. */
+        for (size_t i = 0; i < old.n; i++) {
+                ssize_t idx = plan_index(m, old.devices[i]->device->name);
+                if (idx < 0)
+                        continue;
+                for (size_t a = 0; a < old.devices[i]->n_settings; a++)
+                        for (size_t b = 0; b < m->plan.devices[idx]->n_settings; b++)
+                                if (old.devices[i]->settings[a].knob == m->plan.devices[idx]->settings[b].knob) {
+                                        SettingRuntime keep = old.devices[i]->settings[a].rt;
+                                        if (m->plan.devices[idx]->settings[b].rt.last_change_usec)
+                                                keep.last_change_usec =
+                                                        m->plan.devices[idx]->settings[b].rt.last_change_usec;
+                                        keep.last_reported = m->plan.devices[idx]->settings[b].state;
+                                        m->plan.devices[idx]->settings[b].rt = keep;
+                                }
+        }
+        plan_done(&old);
+        (void) arm_drift_timer(m);
+        manager_write_status(m);
+        manager_notify_status(m, NULL);
+        (void) sd_notify(false, "READY=1");
+        return r;
+}
+
+/* ---- signals and lifecycle ---------------------------------------------------- */
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        (void) manager_reload(userdata);
+        return 0;
+}
+
+static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        Plan restored = {};
+        _cleanup_strv_free_ char **gone = NULL;
+        int r;
+
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping.");
+        if (m->config->restore_on_stop) {
+                r = restore_originals(m->udev, m->originals_dir, NULL, &restored, &gone);
+                if (r < 0)
+                        log_error_errno(r, "Cannot restore original values: %m");
+                for (size_t i = 0; i < restored.n; i++)
+                        for (size_t k = 0; k < restored.devices[i]->n_settings; k++) {
+                                const Setting *st = &restored.devices[i]->settings[k];
+                                if (st->state == STATE_CHANGED)
+                                        event_setting(EVENT_RESTORE, LOG_INFO, restored.devices[i], st,
+                                                      "%s: %s restored to %s", restored.devices[i]->device->name,
+                                                      st->knob->name, st->observed);
+                                else if (st->state == STATE_FAILED)
+                                        event_setting(EVENT_FAILED, LOG_WARNING, restored.devices[i], st,
+                                                      "%s: %s could not be restored: %s",
+                                                      restored.devices[i]->device->name, st->knob->name,
+                                                      st->note ?: "failed");
+                        }
+                plan_done(&restored);
+        } else
+                log_info("restore_on_stop is off: leaving tuned values in place.");
+        (void) unlink(m->status_path);
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+int manager_start(Manager *m) {
+        sigset_t mask;
+        int r;
+
+        r = manager_load_config(m, false, &m->config);
+        if (r < 0) {
+                (void) sd_notify(false, "STATUS=Invalid configuration; not started (journalctl -u iotuned).");
+                return log_error_errno(r, "Refusing to start: the configuration is invalid.");
+        }
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(errno, "Cannot block signals: %m");
+        if ((r = sd_event_add_signal(m->event, &m->sigterm_source, SIGTERM, on_sigterm, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, &m->sigint_source, SIGINT, on_sigterm, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, &m->sighup_source, SIGHUP, on_sighup, m)) < 0)
+                return log_error_errno(r, "Cannot watch signals: %m");
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                log_warning_errno(r, "Cannot enable the watchdog: %m");
+
+        /* Watch before enumerating, so a disk that appears in between is not missed
+         * (at worst it is tuned twice, which changes nothing the second time). */
+        r = manager_watch_udev(m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch udev events: %m");
+        r = manager_tune_all(m);
+        if (r < 0)
+                return r;
+        r = arm_drift_timer(m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot arm the drift timer: %m");
+
+        manager_write_status(m);
+        manager_notify_status(m, NULL);
+        (void) sd_notify(false, "READY=1");
+        log_info("Started: tuning %zu device%s, checking for drift every %llu ms.", m->plan.n,
+                 m->plan.n == 1 ? "" : "s", (unsigned long long) (m->config->reassert_usec / 1000));
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        return sd_event_loop(m->event);
+}

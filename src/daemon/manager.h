@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <libudev.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "plan.h"
+
+/* The daemon: one Manager owns the event loop, the udev monitor, the drift timer,
+ * the signal sources, the configuration in force and the plan of every tuned
+ * disk. Every change to the machine still goes through reconcile(). */
+typedef struct Manager {
+        sd_event *event;
+        sd_event_source *sigterm_source, *sigint_source, *sighup_source;
+        sd_event_source *monitor_source;
+        sd_event_source *batch_source;   /* defer: handles the queued udev events */
+        sd_event_source *drift_source;
+
+        struct udev *udev;
+        struct udev_monitor *monitor;
+        char **pending;                  /* queued "ACTION SYSPATH" from udev, oldest first */
+
+        ConfigPaths paths;
+        Config *config;
+        Plan plan;                       /* one DevicePlan per tuned (or excluded) disk */
+
+        char *root;                      /* "" or a test root */
+        char *originals_dir;
+        char *status_path;
+
+        unsigned drifts_corrected;
+        unsigned conflicts;
+        unsigned reload_failures;
+        uint64_t last_check_usec;        /* CLOCK_REALTIME of the last drift check */
+} Manager;
+
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+
+/* root: NULL or "/" for the real system. config_dir: NULL for the standard search. */
+int manager_new(const char *root, const char *config_dir, Manager **ret);
+
+/* Load configuration (refusing to start if invalid), tune every present disk,
+ * start watching udev and the drift timer, then READY=1. */
+int manager_start(Manager *m);
+
+int manager_run(Manager *m);
+
+/* Exposed for tests: one drift check over every plan. */
+int manager_check_drift(Manager *m);

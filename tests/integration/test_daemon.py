@@ -1,0 +1,197 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""iotuned on umockdev fixture devices: start, hotplug through synthesized uevents,
+drift correction, back-off, reload (good and bad) and restore on SIGTERM.
+
+The real-kernel version of these claims runs in the VM suite (tests/vm/); this one
+checks the daemon's logic quickly and deterministically.
+
+Run as: umockdev-wrapper /usr/bin/python3 tests/integration/test_daemon.py IOTUNED IOTUNECTL
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testbed import Testbed  # noqa: E402
+
+IOTUNED = IOTUNECTL = None
+INTERVAL = 0.2  # reassert.interval in these tests
+
+
+def wait_for(pred, timeout=10.0, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class DaemonTest(unittest.TestCase):
+    def setUp(self):
+        self.bed = Testbed()
+        self.root = tempfile.mkdtemp(prefix="iotuned-root-")
+        self.conf("iotuned.yaml.d/00-test.yaml", f"reassert: {{ interval: {int(INTERVAL * 1000)}ms }}\n")
+        self.proc = None
+        self.log = open(os.path.join(self.root, "daemon.log"), "w+")
+
+    def tearDown(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+        del self.bed
+
+    def conf(self, rel, text):
+        path = os.path.join(self.root, "etc/iotuned", rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def start(self):
+        # No env= here: umockdev's testbed variables live in the C environment,
+        # which a copy of os.environ would miss. Log to stderr, not the journal.
+        for var in ("JOURNAL_STREAM", "INVOCATION_ID", "NOTIFY_SOCKET"):
+            os.environ.pop(var, None)
+        self.proc = subprocess.Popen([IOTUNED, "--root", self.root], stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(lambda: os.path.exists(self.status_path()) or self.proc.poll() is not None, what="status.json")
+        self.assertIsNone(self.proc.poll(), f"iotuned exited early:\n{self.daemon_log()}")
+
+    def daemon_log(self):
+        self.log.flush()
+        with open(self.log.name) as f:
+            return f.read()
+
+    def status_path(self):
+        return os.path.join(self.root, "run/iotuned/status.json")
+
+    def status(self):
+        with open(self.status_path()) as f:
+            return json.load(f)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.proc.wait(timeout=10), 0, self.daemon_log())
+
+    def test_start_tune_drift_restore(self):
+        self.bed.nvme(0)
+        self.bed.sata("sda")
+        self.start()
+        st = self.status()
+        self.assertEqual({d["device"]: d["profile"] for d in st["devices"]}, {"nvme0n1": "latency", "sda": "throughput"})
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "2")
+        self.assertIn("nvme0n1 tuned with profile latency (rule nvme)", self.daemon_log())
+
+        # someone switches the scheduler back: corrected within an interval or two
+        self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+        wait_for(lambda: self.bed.read("nvme0n1", "queue/scheduler") == "none", timeout=5 * INTERVAL + 2,
+                 what="scheduler drift corrected")
+        self.assertIn("nvme0n1: scheduler drifted to mq-deadline (desired none); put back", self.daemon_log())
+        wait_for(lambda: self.status()["daemon"]["drifts_corrected"] >= 1, what="drift counted in status")
+        sched = [s for d in self.status()["devices"] if d["device"] == "nvme0n1"
+                 for s in d["settings"] if s["knob"] == "scheduler"][0]
+        self.assertEqual(sched["drifts"], 1)
+
+        self.stop()
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "1")
+        self.assertEqual(self.bed.read("sda", "queue/nr_requests"), "64")
+        self.assertFalse(os.path.exists(self.status_path()))
+
+    def test_conflict_backs_off_and_reports_once(self):
+        self.bed.nvme(0)
+        self.start()
+        # A fighter that reverts the value every time iotuned fixes it.
+        deadline = time.monotonic() + 12 * INTERVAL + 3
+        reverts = 0
+        while time.monotonic() < deadline and "keeps being changed back" not in self.daemon_log():
+            if self.bed.read("nvme0n1", "queue/nomerges") == "2":
+                self.bed.write("nvme0n1", "queue/nomerges", "0")
+                reverts += 1
+            time.sleep(INTERVAL / 4)
+        self.assertIn("nvme0n1: nomerges keeps being changed back to 0", self.daemon_log())
+        self.assertGreaterEqual(reverts, 5)
+        # held back: the fighter's next revert stays, and is reported as drifted
+        self.bed.write("nvme0n1", "queue/nomerges", "0")
+        time.sleep(4 * INTERVAL)
+        self.assertEqual(self.bed.read("nvme0n1", "queue/nomerges"), "0")
+        nm = [s for s in self.status()["devices"][0]["settings"] if s["knob"] == "nomerges"][0]
+        self.assertEqual(nm["state"], "drifted")
+        self.assertTrue(nm["conflict"])
+        self.assertEqual(self.status()["daemon"]["conflicts"], 1)
+        self.assertEqual(self.daemon_log().count("keeps being changed back"), 1)
+        self.stop()
+
+    def test_hotplug_add_and_remove(self):
+        self.bed.nvme(0)
+        self.start()
+        path = self.bed.sata("sdb", rotational=1)
+        self.bed.tb.uevent(path, "add")
+        wait_for(lambda: self.bed.read("sdb", "queue/nr_requests") == "1024", what="hot-added sdb tuned")
+        wait_for(lambda: "sdb" in [d["device"] for d in self.status()["devices"]], what="sdb in status")
+        self.assertTrue(os.path.exists(os.path.join(self.root, "run/iotuned/originals/sdb.json")))
+        self.bed.tb.uevent(path, "remove")
+        wait_for(lambda: "sdb" not in [d["device"] for d in self.status()["devices"]], what="sdb forgotten")
+        self.assertFalse(os.path.exists(os.path.join(self.root, "run/iotuned/originals/sdb.json")))
+        self.stop()
+
+    def test_reload_bad_config_keeps_running_good_config_replans(self):
+        self.bed.nvme(0)
+        self.bed.write("nvme0n1", "queue/add_random", "1")  # the original; latency sets 0
+        self.start()
+        self.assertEqual(self.bed.read("nvme0n1", "queue/add_random"), "0")
+        bad = self.conf("iotuned.yaml.d/50-site.yaml", "rules:\n  - match: {}\n    profile: nonesuch\n")
+        self.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reload refused" in self.daemon_log(), what="reload refusal")
+        self.assertIn(f"{bad}:3:14: rule '{bad}:2' uses unknown profile 'nonesuch'", self.daemon_log())
+        self.assertIsNone(self.proc.poll())
+        self.assertEqual(self.status()["devices"][0]["profile"], "latency")
+
+        # a good config moves nvme0n1 to throughput; knobs throughput does not set
+        # (add_random) go back to their originals
+        self.conf("iotuned.yaml.d/50-site.yaml", "rules:\n  - match: {}\n    profile: throughput\n")
+        self.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: self.status()["devices"][0]["profile"] == "throughput", what="re-planned")
+        # with mq-deadline the limit is MAX_SCHED_RQ (2048), not the 1023 tags
+        self.assertEqual(self.bed.read("nvme0n1", "queue/nr_requests"), "1024")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/read_ahead_kb"), "4096")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/add_random"), "1")
+        self.assertIn("nvme0n1: add_random no longer tuned by the new configuration; restored 1", self.daemon_log())
+        self.stop()
+
+    def test_invalid_config_refuses_to_start(self):
+        self.bed.nvme(0)
+        self.conf("profiles/fast.yaml", "queue:\n  rq_affinity: 3\n")
+        p = subprocess.run([IOTUNED, "--root", self.root], capture_output=True, text=True, timeout=10)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("profiles/fast.yaml:2:16: value '3' for rq_affinity is out of range", p.stderr)
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "1")
+
+    def test_restart_after_kill_keeps_first_originals(self):
+        self.bed.nvme(0)
+        self.start()
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "2")
+        os.unlink(self.status_path())
+        self.start()
+        self.stop()
+        # the originals from before the first start, not the tuned values
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "1")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/nomerges"), "0")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit("usage: test_daemon.py IOTUNED IOTUNECTL [unittest args]")
+    IOTUNED = os.path.abspath(sys.argv.pop(1))
+    IOTUNECTL = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)

@@ -409,7 +409,7 @@ int cli_check_config(Cli *c) {
                 json_object_put(j);
                 return ex;
         }
-        if (ex != EXIT_OK)
+        if (ex != EXIT_OK || c->quiet)
                 return ex;
         printf("Configuration is valid: %zu rule%s, %zu profile%s, default profile %s.\n", cfg->n_rules,
                cfg->n_rules == 1 ? "" : "s", cfg->n_profiles, cfg->n_profiles == 1 ? "" : "s", cfg->default_profile);

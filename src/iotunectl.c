@@ -22,6 +22,9 @@ static void help(void) {
                "  verify [DEVICE...]      Check every planned value against the kernel.\n"
                "                          Exit 0: all as desired, 1: drift, 2: errors.\n"
                "  restore [DEVICE...]     Put recorded original values back (also after a crash).\n"
+               "  status                  What the running iotuned has tuned, drift and conflicts.\n"
+               "                          Exit 0: all as desired, 1: drift held back, 2: errors,\n"
+               "                          5: iotuned is not running.\n"
                "  explain DEVICE          Which rule matched and why, the resolved profile and\n"
                "                          the file:line:column each value came from.\n"
                "  profiles [list]         List the profiles and the files they come from.\n"
@@ -49,7 +52,7 @@ static void help(void) {
                "\n"
                "Exit status: 0 success, 1 drift found (verify), 2 a setting failed,\n"
                "3 invalid configuration (nothing applied), 4 no such device or profile,\n"
-               "64 usage error.\n"
+               "5 iotuned not running (status), 64 usage error.\n"
                "\n"
                "Examples:\n"
                "  iotunectl plan                  # what would iotuned do on this machine?\n"
@@ -148,6 +151,12 @@ int main(int argc, char *argv[]) {
                         log_error("Usage: iotunectl profiles [list | show NAME]");
                         ex = EXIT_USAGE;
                 }
+        } else if (streq(verb, "status")) {
+                if (nargs != 0) {
+                        log_error("status takes no arguments.");
+                        ex = EXIT_USAGE;
+                } else
+                        ex = cli_status(&cli);
         } else if (streq(verb, "check-config")) {
                 if (nargs != 0) {
                         log_error("check-config takes no arguments (use --config DIR to check another tree).");

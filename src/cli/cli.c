@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <json-c/json.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
+
+#include "fileio.h"
 
 #include "cli.h"
 #include "log.h"
@@ -419,4 +423,119 @@ int cli_check_config(Cli *c) {
         for (char **f = cfg->masked; f && *f; f++)
                 printf("  %s (masked)\n", *f);
         return EXIT_OK;
+}
+
+/* The daemon's view, from the state file it rewrites atomically on every change. */
+int cli_status(Cli *c) {
+        const char *root = c->root && !streq(c->root, "/") ? c->root : "";
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        json_object *j, *daemon, *devs, *v;
+        int pid = 0, r, ex = EXIT_OK;
+
+        if (asprintf_safe(&path, "%s%s/status.json", root, IOTUNED_RUN_DIR) < 0)
+                return log_oom(), EXIT_FAILED;
+        r = read_attr(path, &text);
+        if (r == -ENOENT) {
+                log_error("iotuned is not running (no %s). 'iotunectl plan' shows what it would do.", path);
+                return EXIT_NOT_RUNNING;
+        }
+        if (r < 0)
+                return log_error_errno(r, "Cannot read %s: %m", path), EXIT_FAILED;
+        j = json_tokener_parse(text);
+        if (!j || !json_object_object_get_ex(j, "daemon", &daemon) || !json_object_object_get_ex(j, "devices", &devs)) {
+                json_object_put(j);
+                log_error("%s is not an iotuned status file.", path);
+                return EXIT_FAILED;
+        }
+        if (json_object_object_get_ex(daemon, "pid", &v))
+                pid = json_object_get_int(v);
+        if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH)) {
+                log_error("iotuned is not running (%s is left over from pid %d).", path, pid);
+                json_object_put(j);
+                return EXIT_NOT_RUNNING;
+        }
+
+        for (size_t i = 0; i < json_object_array_length(devs); i++) {
+                json_object *d = json_object_array_get_idx(devs, i), *settings, *st;
+                if (json_object_object_get_ex(d, "error", &v) && !json_object_is_type(v, json_type_null))
+                        ex = EXIT_FAILED;
+                if (!json_object_object_get_ex(d, "settings", &settings))
+                        continue;
+                for (size_t k = 0; k < json_object_array_length(settings); k++)
+                        if (json_object_object_get_ex(json_object_array_get_idx(settings, k), "state", &st)) {
+                                const char *state = json_object_get_string(st);
+                                if (streq(state, "failed"))
+                                        ex = EXIT_FAILED;
+                                else if (streq(state, "drifted") && ex == EXIT_OK)
+                                        ex = EXIT_DRIFT;
+                        }
+        }
+
+        if (c->json) {
+                output_json_print(j);
+                json_object_put(j);
+                return ex;
+        }
+
+        printf("iotuned is running (pid %d): %zu device%s", pid, json_object_array_length(devs),
+               json_object_array_length(devs) == 1 ? "" : "s");
+        if (json_object_object_get_ex(daemon, "drifts_corrected", &v))
+                printf(", %d drift%s corrected", json_object_get_int(v), json_object_get_int(v) == 1 ? "" : "s");
+        if (json_object_object_get_ex(daemon, "conflicts", &v) && json_object_get_int(v))
+                printf(", %d conflict%s", json_object_get_int(v), json_object_get_int(v) == 1 ? "" : "s");
+        printf("\n\n%-12s %-12s %-16s %-40s %s\n", "DEVICE", "PROFILE", "RULE", "SETTINGS", "DRIFTS");
+        for (size_t i = 0; i < json_object_array_length(devs); i++) {
+                json_object *d = json_object_array_get_idx(devs, i), *settings = NULL, *f;
+                unsigned counts[_STATE_MAX] = {}, drifts = 0;
+                char summary[256] = "";
+                size_t off = 0;
+
+                json_object_object_get_ex(d, "settings", &settings);
+                for (size_t k = 0; settings && k < json_object_array_length(settings); k++) {
+                        json_object *e = json_object_array_get_idx(settings, k);
+                        const char *state = json_object_object_get_ex(e, "state", &f) ? json_object_get_string(f) : "";
+                        for (size_t s = 0; s < _STATE_MAX; s++)
+                                if (streq(state, setting_state_to_string(s)))
+                                        /* a value the daemon wrote and that holds is simply ok */
+                                        counts[s == STATE_CHANGED ? STATE_OK : s]++;
+                        if (json_object_object_get_ex(e, "drifts", &f))
+                                drifts += (unsigned) json_object_get_int(f);
+                }
+                for (size_t s = 0; s < _STATE_MAX; s++)
+                        if (counts[s] && off < sizeof(summary))
+                                off += snprintf(summary + off, sizeof(summary) - off, "%s%u %s", off ? ", " : "",
+                                                counts[s], setting_state_to_string(s));
+                json_object_object_get_ex(d, "excluded", &f);
+                if (f && json_object_get_boolean(f))
+                        snprintf(summary, sizeof(summary), "excluded");
+                json_object_object_get_ex(d, "error", &f);
+                if (f && !json_object_is_type(f, json_type_null))
+                        snprintf(summary, sizeof(summary), "%s", json_object_get_string(f));
+                json_object *prof = json_object_object_get(d, "profile"), *rule = json_object_object_get(d, "rule");
+                printf("%-12s %-12s %-16s %-40s %u\n", json_object_get_string(json_object_object_get(d, "device")),
+                       prof ? json_object_get_string(prof) : "-", rule ? json_object_get_string(rule) : "-", summary,
+                       drifts);
+        }
+        /* Anything not as desired, spelled out. */
+        for (size_t i = 0; i < json_object_array_length(devs); i++) {
+                json_object *d = json_object_array_get_idx(devs, i), *settings = NULL, *f;
+                json_object_object_get_ex(d, "settings", &settings);
+                for (size_t k = 0; settings && k < json_object_array_length(settings); k++) {
+                        json_object *e = json_object_array_get_idx(settings, k);
+                        const char *state = json_object_get_string(json_object_object_get(e, "state"));
+                        const char *note;
+                        if (!state || streq(state, "ok") || streq(state, "changed") || streq(state, "unsupported"))
+                                continue;
+                        f = json_object_object_get(e, "note");
+                        note = f ? json_object_get_string(f) : NULL;
+                        printf("  %s %s: %s (desired %s, observed %s)%s%s\n",
+                               json_object_get_string(json_object_object_get(d, "device")),
+                               json_object_get_string(json_object_object_get(e, "knob")), state,
+                               json_object_get_string(json_object_object_get(e, "effective")),
+                               json_object_get_string(json_object_object_get(e, "observed")), note ? ": " : "",
+                               note ?: "");
+                }
+        }
+        json_object_put(j);
+        return ex;
 }

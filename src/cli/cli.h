@@ -15,6 +15,7 @@ enum {
         EXIT_FAILED = 2,       /* some setting could not be read, written or resolved */
         EXIT_CONFIG = 3,       /* the configuration is invalid: nothing was applied */
         EXIT_NO_DEVICE = 4,    /* a named device does not exist or cannot be tuned */
+        EXIT_NOT_RUNNING = 5,  /* status: iotuned is not running */
         EXIT_USAGE = 64,       /* bad command line (sysexits.h EX_USAGE) */
 };
 
@@ -39,6 +40,7 @@ int cli_restore(Cli *c, char **devices);
 int cli_explain(Cli *c, const char *device);
 int cli_profiles(Cli *c, const char *action, const char *name);
 int cli_check_config(Cli *c);
+int cli_status(Cli *c);
 
 /* output.c: the one rendering of a reconciled plan, as a table or as JSON
  * (schema documented in iotunectl(8); bump OUTPUT_SCHEMA_VERSION on breaking changes). */

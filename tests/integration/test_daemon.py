@@ -78,6 +78,11 @@ class DaemonTest(unittest.TestCase):
         with open(self.status_path()) as f:
             return json.load(f)
 
+    def ctl(self, *args, expect=0):
+        p = subprocess.run([IOTUNECTL, "--root", self.root, *args], capture_output=True, text=True)
+        self.assertEqual(p.returncode, expect, f"iotunectl {args}: {p.stdout}{p.stderr}")
+        return p
+
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         self.assertEqual(self.proc.wait(timeout=10), 0, self.daemon_log())
@@ -90,6 +95,9 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual({d["device"]: d["profile"] for d in st["devices"]}, {"nvme0n1": "latency", "sda": "throughput"})
         self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "2")
         self.assertIn("nvme0n1 tuned with profile latency (rule nvme)", self.daemon_log())
+        out = self.ctl("status").stdout
+        self.assertIn(f"iotuned is running (pid {self.proc.pid}): 2 devices, 0 drifts corrected", out)
+        self.assertRegex(out, r"nvme0n1\s+latency\s+nvme\s+7 ok\s+0")
 
         # someone switches the scheduler back: corrected within an interval or two
         self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
@@ -128,7 +136,11 @@ class DaemonTest(unittest.TestCase):
         self.assertTrue(nm["conflict"])
         self.assertEqual(self.status()["daemon"]["conflicts"], 1)
         self.assertEqual(self.daemon_log().count("keeps being changed back"), 1)
+        out = self.ctl("status", expect=1).stdout
+        self.assertIn("nvme0n1 nomerges: drifted (desired 2, observed 0): held back", out)
+        self.assertEqual(self.ctl("status", "--json", expect=1).returncode, 1)
         self.stop()
+        self.ctl("status", expect=5)
 
     def test_hotplug_add_and_remove(self):
         self.bed.nvme(0)

@@ -32,7 +32,9 @@ void cli_done(Cli *c) {
 
 /* ---- shared steps ------------------------------------------------------------ */
 
-static int load_config(Cli *c, Config **ret) {
+/* Load and validate; on failure the diagnostics go to stderr, or into *ret_diag
+ * when the caller wants them (check-config --json). */
+static int load_config_diag(Cli *c, Config **ret, Diag *ret_diag) {
         ConfigPaths paths = {};
         Diag diag = {};
         int r;
@@ -47,6 +49,10 @@ static int load_config(Cli *c, Config **ret) {
                 return log_oom(), EXIT_FAILED;
         }
         if (r < 0) {
+                if (ret_diag) {
+                        *ret_diag = diag;
+                        return EXIT_CONFIG;
+                }
                 log_error("The configuration is invalid (%zu error%s); nothing was applied:", diag.n,
                           diag.n == 1 ? "" : "s");
                 diag_print(&diag, stderr);
@@ -55,6 +61,10 @@ static int load_config(Cli *c, Config **ret) {
         }
         diag_done(&diag);
         return EXIT_OK;
+}
+
+static int load_config(Cli *c, Config **ret) {
+        return load_config_diag(c, ret, NULL);
 }
 
 static DiscoveryFilter filter_from_config(const Config *cfg) {
@@ -392,12 +402,24 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
 
 int cli_check_config(Cli *c) {
         _cleanup_(config_freep) Config *cfg = NULL;
-        int ex = load_config(c, &cfg);
+        Diag diag = {};
+        int ex = c->json ? load_config_diag(c, &cfg, &diag) : load_config(c, &cfg);
 
         if (c->json) {
                 json_object *j = output_json_new("check-config"), *files = json_object_new_array(),
-                            *masked = json_object_new_array();
+                            *masked = json_object_new_array(), *errors = json_object_new_array();
                 json_object_object_add(j, "valid", json_object_new_boolean(ex == EXIT_OK));
+                for (size_t i = 0; i < diag.n; i++) {
+                        json_object *e = output_mark_json(&diag.items[i].mark);
+                        if (!e) {
+                                e = json_object_new_object();
+                                json_object_object_add(e, "file", NULL);
+                        }
+                        json_object_object_add(e, "message", json_object_new_string(diag.items[i].message));
+                        json_object_array_add(errors, e);
+                }
+                diag_done(&diag);
+                json_object_object_add(j, "errors", errors);
                 if (cfg) {
                         for (char **f = cfg->files; f && *f; f++)
                                 json_object_array_add(files, json_object_new_string(*f));

@@ -177,6 +177,8 @@ class CliTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.root, "run/iotuned/originals")))
         doc = self.json_of("check-config", expect=3)
         self.assertFalse(doc["valid"])
+        self.assertEqual(doc["errors"], [{"file": path, "line": 3, "column": 14,
+                                          "message": f"rule '{path}:2' uses unknown profile 'turbo'"}])
 
     def test_dropin_rule_and_admin_profile(self):
         self.standard_set()

@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# daemon: iotuned.service under the real systemd, udevd, journald and irqbalance.
+# The unit verifies cleanly and is hardened; the service becomes READY with a
+# STATUS line; its journal entries are searchable by DEVICE=; a hand-made revert
+# is corrected within one interval; a loop that keeps fighting gets one conflict
+# report and a back-off; a hot-added NVMe controller is tuned; a bad reload is
+# refused while the service keeps running; a good reload re-plans; stop puts the
+# boot values back, also after a SIGKILL and an automatic restart.
+
+VM_DEVICES=(
+	"nvme nv0"
+	"nvme nv1"
+	"sata sata0"
+	"virtio vd0"
+	"rootport rp1"
+	"spare hot1"
+)
+
+BOOT=/run/iotvm-boot
+DROPIN_DIR=/etc/iotuned/iotuned.yaml.d
+# A short interval so the drift checks below take seconds, not minutes, under TCG.
+INTERVAL_MS=1000
+
+knob() { # DISK KNOB
+	if [[ $2 == scheduler ]]; then sched_of "$1"; else cat "/sys/block/$1/queue/$2"; fi
+}
+
+# journalctl for this boot's iotuned only, newer than a cursor file if given.
+ijournal() {
+	journalctl -b -u iotuned.service --no-pager "$@"
+}
+
+main_pid() { systemctl show -P MainPID iotuned.service; }
+
+scenario_setup() {
+	assert_ok udevadm settle --timeout=60
+	command -v iotuned >/dev/null || fail "iotuned is not installed in the guest"
+	local d k
+	mkdir -p "$BOOT" "$DROPIN_DIR"
+	for d in nvme0n1 nvme1n1 sda vda; do
+		for k in scheduler nr_requests rq_affinity nomerges read_ahead_kb wbt_lat_usec; do
+			knob "$d" "$k" >"$BOOT/$d.$k"
+		done
+	done
+	printf 'reassert:\n  interval: %sms\n' "$INTERVAL_MS" >"$DROPIN_DIR/00-vmtest.yaml"
+	assert_ok systemctl daemon-reload
+	assert_eq active "$(systemctl is-active irqbalance.service)" "irqbalance"
+}
+
+check_unit_verifies_and_is_hardened() {
+	local out score
+	out=$(systemd-analyze verify iotuned.service 2>&1) || fail "systemd-analyze verify failed: $out"
+	assert_eq "" "$out" "systemd-analyze verify output"
+	score=$(systemd-analyze security iotuned.service 2>&1 | sed -nE 's/.*Overall exposure level for iotuned.service: ([0-9.]+).*/\1/p')
+	[[ -n $score ]] || fail "no exposure level from systemd-analyze security"
+	awk -v s="$score" 'BEGIN { exit !(s <= 2.5) }' || fail "exposure level $score is above 2.5"
+	note "ok: systemd-analyze security exposure $score (<= 2.5)"
+}
+
+check_start_ready_status() {
+	local t0 status
+	t0=$(_iotvm_us)
+	# Type=notify: start returns once iotuned sent READY=1.
+	assert_ok systemctl start iotuned.service
+	note "systemctl start returned after $(( ($(_iotvm_us) - t0) / 1000 )) ms (READY=1)"
+	assert_eq active "$(systemctl is-active iotuned.service)" "iotuned"
+	status=$(systemctl show -P StatusText iotuned.service)
+	note "STATUS=$status"
+	assert_match '^4 devices: latency 2, throughput 2; 0 drifts corrected' "$status" "STATUS"
+	systemctl status --no-pager iotuned.service | sed -n '1,12p' | sed 's/^/    | /'
+	assert_sched nvme0n1 none
+	assert_file_eq /sys/block/nvme0n1/queue/rq_affinity 2
+	assert_file_eq /sys/block/sda/queue/nr_requests 1024
+	assert_ok iotunectl verify
+	assert_ok iotunectl status
+}
+
+check_journal_fields() {
+	local n
+	ijournal DEVICE=nvme0n1 | sed 's/^/    | /' | head -n 12
+	ijournal DEVICE=nvme0n1 | grep -q 'nvme0n1 tuned with profile latency (rule nvme)' ||
+		fail "no tuned summary for nvme0n1 in journalctl -u iotuned DEVICE=nvme0n1"
+	n=$(ijournal DEVICE=nvme0n1 KNOB=rq_affinity MESSAGE_ID=c0e74b1dfaf847d5b438382e8afef2b0 -o json |
+		"$IOTVM_PY" -c 'import json,sys
+for l in sys.stdin:
+    e = json.loads(l)
+    assert e["DESIRED"] == "2" and e["OBSERVED"] == "2" and e["PROFILE"] == "latency" and e["RULE"] == "nvme", e
+    print("ok")' | grep -c ok) || fail "journal entry fields wrong"
+	assert_eq 1 "$n" "tuned entries for nvme0n1 rq_affinity with DESIRED/OBSERVED/PROFILE/RULE"
+	journalctl --update-catalog 2>/dev/null || true
+	ijournal -x DEVICE=nvme0n1 KNOB=rq_affinity | grep -q 'iotunectl explain nvme0n1' ||
+		fail "journalctl -x does not show the catalog text"
+	note "ok: journalctl -x explains the entry (catalog installed)"
+}
+
+check_drift_corrected_within_interval() {
+	local t0 ms
+	echo mq-deadline >/sys/block/nvme0n1/queue/scheduler
+	t0=$(_iotvm_us)
+	assert_sched nvme0n1 mq-deadline
+	# One interval plus its 10% jitter, plus TCG slack for the check itself.
+	wait_for '[[ $(sched_of nvme0n1) == none ]]' 5 'ijournal -n 20'
+	ms=$(( ($(_iotvm_us) - t0) / 1000 ))
+	note "drift corrected after $ms ms (interval $INTERVAL_MS ms)"
+	((ms <= INTERVAL_MS * 11 / 10 + 1500)) || fail "correction took $ms ms, more than one interval"
+	wait_for "ijournal DEVICE=nvme0n1 KNOB=scheduler MESSAGE_ID=ddd3ea3720e646139165099acdaad3df | grep -q 'drifted to mq-deadline (desired none); put back'" 5 'ijournal -n 20'
+	note "ok: drift logged with DEVICE, KNOB and MESSAGE_ID"
+	# switching the scheduler reset nr_requests; that is corrected too
+	wait_for '[[ $(cat /sys/block/nvme0n1/queue/nr_requests) == $(cat /sys/block/nvme0n1/mq/0/nr_tags) ]]' 5
+	assert_ok iotunectl verify nvme0n1
+}
+
+check_fighting_loop_gets_one_conflict() {
+	local end=$((SECONDS + 40)) pid
+	# A fighter, like a misconfigured agent: put nomerges back to 0 whenever it is not.
+	( while ((SECONDS < end)); do
+		[[ $(cat /sys/block/nvme1n1/queue/nomerges) == 0 ]] || echo 0 >/sys/block/nvme1n1/queue/nomerges
+		sleep 0.2
+	done ) &
+	pid=$!
+	wait_for "ijournal MESSAGE_ID=095bdbb2377f45468291453ee991e258 | grep -q 'nvme1n1: nomerges keeps being changed back to 0'" 35 'ijournal -n 30'
+	note "conflict reported after ${WAITED}s"
+	sleep 3
+	assert_file_eq /sys/block/nvme1n1/queue/nomerges 0
+	assert_eq 1 "$(ijournal MESSAGE_ID=095bdbb2377f45468291453ee991e258 | grep -c 'keeps being changed back')" "conflict reports"
+	iotunectl status | sed 's/^/    | /'
+	assert_fails iotunectl status
+	iotunectl status | grep -q 'nvme1n1 nomerges: drifted (desired 2, observed 0): held back' ||
+		fail "status does not show the held-back setting"
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	assert_match '1 conflict' "$(systemctl show -P StatusText iotuned.service)" "STATUS"
+}
+
+hot_disk() {
+	local c
+	c=$(nvme_ctrl_by_serial hot1) || return 1
+	nvme_ctrl_disks "$c" 1
+}
+
+check_hotplug_is_tuned() {
+	local t0 disk
+	qmp '{"execute": "device_add", "arguments": {"driver": "nvme", "id": "hot1", "serial": "hot1", "drive": "hot1", "bus": "rp1"}}' >/dev/null ||
+		fail "QMP device_add failed"
+	t0=$(_iotvm_us)
+	wait_for '[[ -n $(hot_disk) ]]' 30 'ls /sys/block'
+	disk=$(hot_disk)
+	note "kernel: $disk appeared $(( ($(_iotvm_us) - t0) / 1000 )) ms after device_add"
+	wait_for "[[ \$(cat /sys/block/$disk/queue/rq_affinity) == 2 && \$(sched_of $disk) == none ]]" 30 'ijournal -n 20'
+	note "tuned: $disk at profile latency $(( ($(_iotvm_us) - t0) / 1000 )) ms after device_add (udev add -> iotuned)"
+	assert_file_eq "/sys/block/$disk/queue/nomerges" 2
+	wait_for "ijournal DEVICE=$disk | grep -q '$disk tuned with profile latency'" 10
+	wait_for "iotunectl status --json | grep -q '\"device\": \"$disk\"'" 10
+	qmp '{"execute": "device_del", "arguments": {"id": "hot1"}}' >/dev/null || fail "QMP device_del failed"
+	wait_for "[[ ! -e /sys/block/$disk ]]" 30
+	wait_for "ijournal DEVICE=$disk | grep -q '$disk removed'" 10 'ijournal -n 20'
+	wait_for "! iotunectl status --json | grep -q '\"device\": \"$disk\"'" 10
+	assert_not_exists "/run/iotuned/originals/$disk.json"
+}
+
+check_bad_reload_keeps_old_config() {
+	local pid
+	pid=$(main_pid)
+	printf 'rules:\n  - match: {}\n    profile: nonesuch\n' >"$DROPIN_DIR/50-bad.yaml"
+	# systemctl reload validates first (ExecReload=iotunectl check-config) and fails ...
+	assert_fails systemctl reload iotuned.service
+	# ... and a SIGHUP that reaches the daemon anyway is refused by the daemon itself.
+	kill -HUP "$pid"
+	wait_for "ijournal | grep -q '$DROPIN_DIR/50-bad.yaml:3:14: rule .* uses unknown profile .nonesuch. (reload refused'" 10 'ijournal -n 20'
+	assert_eq active "$(systemctl is-active iotuned.service)" "iotuned after a refused reload"
+	assert_eq "$pid" "$(main_pid)" "MainPID (not restarted)"
+	assert_sched nvme0n1 none
+	rm -f "$DROPIN_DIR/50-bad.yaml"
+}
+
+check_good_reload_replans() {
+	printf 'rules:\n  - name: all-throughput\n    match: {}\n    profile: throughput\n' >"$DROPIN_DIR/50-site.yaml"
+	assert_ok systemctl reload iotuned.service
+	wait_for '[[ $(sched_of nvme0n1) == mq-deadline ]]' 10 'ijournal -n 20'
+	assert_file_eq /sys/block/nvme0n1/queue/read_ahead_kb 4096
+	assert_file_eq /sys/block/nvme0n1/queue/rq_affinity 1
+	assert_ok iotunectl verify nvme0n1
+	rm -f "$DROPIN_DIR/50-site.yaml"
+	assert_ok systemctl reload iotuned.service
+	wait_for '[[ $(sched_of nvme0n1) == none ]]' 10
+}
+
+assert_boot_values() {
+	local d k
+	for d in nvme0n1 nvme1n1 sda vda; do
+		for k in scheduler nr_requests rq_affinity nomerges read_ahead_kb wbt_lat_usec; do
+			assert_eq "$(<"$BOOT/$d.$k")" "$(knob "$d" "$k")" "$d $k (boot value)"
+		done
+	done
+}
+
+check_stop_restores() {
+	assert_ok systemctl stop iotuned.service
+	assert_boot_values
+	ijournal MESSAGE_ID=491c4daa961a49429ac640a54eacbec9 | grep -q 'nvme0n1: rq_affinity restored to 1' ||
+		fail "no restore entry for nvme0n1 rq_affinity in the journal"
+	assert_not_exists /run/iotuned/status.json
+}
+
+check_sigkill_restart_keeps_originals() {
+	local pid
+	assert_ok systemctl start iotuned.service
+	assert_file_eq /sys/block/nvme0n1/queue/rq_affinity 2
+	pid=$(main_pid)
+	kill -KILL "$pid"
+	# Restart=on-failure brings it back; the originals under /run are the boot values.
+	wait_for "[[ \$(main_pid) != $pid && \$(main_pid) != 0 && \$(systemctl is-active iotuned.service) == active ]]" 30 'systemctl status --no-pager iotuned.service'
+	note "restarted as pid $(main_pid) after SIGKILL of $pid"
+	assert_file_eq /sys/block/nvme0n1/queue/rq_affinity 2
+	assert_ok systemctl stop iotuned.service
+	assert_boot_values
+}
+
+check_burst_of_disks_all_tuned() {
+	local n=48 i missing
+	# null_blk registers all its disks in one go: a burst of udev add events that
+	# iotuned must handle without losing any (mixed profile: mq-deadline, 256).
+	assert_ok systemctl start iotuned.service
+	assert_ok modprobe null_blk nr_devices=$n
+	wait_for "[[ -e /sys/block/nullb$((n - 1)) ]]" 30
+	wait_for "[[ \$(grep -l '\\[mq-deadline\\]' /sys/block/nullb*/queue/scheduler | wc -l) == $n ]]" 60 'grep -H . /sys/block/nullb*/queue/scheduler | head'
+	note "all $n null_blk disks at mq-deadline ${WAITED}s after modprobe"
+	missing=()
+	for ((i = 0; i < n; i++)); do
+		[[ $(cat /sys/block/nullb$i/queue/nr_requests) == 256 ]] || missing+=("nullb$i")
+	done
+	assert_eq "" "${missing[*]}" "disks without nr_requests 256"
+	wait_for "[[ \$(iotunectl status --json | grep -c '\"device\": \"nullb') == $n ]]" 20
+	assert_ok rmmod null_blk
+	wait_for "! iotunectl status --json | grep -q '\"device\": \"nullb'" 20 'iotunectl status'
+	assert_ok systemctl stop iotuned.service
+}

@@ -115,7 +115,11 @@ wait_for() { # CONDITION [TIMEOUT_SECONDS=10] [DIAGNOSE]
 			return 0
 		fi
 		if (($(_iotvm_us) >= limit)); then
-			[[ -n $diag ]] && { echo "    diagnosis: $diag"; eval "$diag" 2>&1 | sed 's/^/    | /'; }
+			if [[ -n $diag ]]; then
+				echo "    diagnosis: $diag"
+				# Best effort: a failing diagnosis must not bury the timeout.
+				(trap - ERR; set +e; eval "$diag") 2>&1 | sed 's/^/    | /' || true
+			fi
 			fail "timed out after ${timeout}s waiting for: $cond"
 		fi
 		sleep 0.05

@@ -87,8 +87,7 @@ int main(int argc, char *argv[]) {
         int c, nargs, ex;
 
         log_set_program_name("iotunectl");
-        /* "+": stop at the first non-option so verbs could take their own flags later;
-         * we still accept options after the verb by permuting below. */
+        /* getopt permutes argv, so options may come before or after the command. */
         while ((c = getopt_long(argc, argv, "haqv", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':

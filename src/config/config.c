@@ -186,7 +186,10 @@ static int parse_bool_node(const YNode *n, const char *what, bool *ret, Diag *d)
         int b;
         if (!expect_string(n, what, d))
                 return -EINVAL;
-        b = n->quoted ? -EINVAL : parse_boolean(n->scalar);
+        b = parse_boolean(n->scalar);
+        if (b >= 0 && n->quoted)
+                return diag_add(d, &n->mark, "'%s' is a quoted string; write %s without quotes for a boolean", what,
+                                b ? "true" : "false");
         if (b < 0)
                 return diag_add(d, &n->mark, "invalid value '%s' for '%s': expected true or false", n->scalar, what);
         *ret = b;

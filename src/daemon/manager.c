@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
@@ -29,6 +30,9 @@
 /* udev may queue a burst (hundreds of disks at boot, a JBOF hot-add): a large
  * receive buffer keeps the kernel from dropping events while we work. */
 #define MONITOR_RCVBUF (128 * 1024 * 1024)
+/* status.json is rewritten on every change, and at least this often so that
+ * last_check_realtime_usec shows a monitor the daemon is alive. */
+#define STATUS_REFRESH_USEC (60ULL * USEC_PER_SEC)
 
 static uint64_t now_usec(clockid_t clock) {
         struct timespec ts;
@@ -169,7 +173,24 @@ static void stamp_changes(DevicePlan *p) {
                         p->settings[k].rt.last_change_usec = now;
 }
 
-/* Plan and apply one disk from scratch (start, hotplug, reload) and keep its plan. */
+static void restore_dropped_knobs(Manager *m, const DevicePlan *old, const DevicePlan *new);
+
+/* Carry drift history over to a new plan of the same disk, knob by knob. */
+static void keep_runtime(const DevicePlan *old, DevicePlan *new) {
+        for (size_t a = 0; a < old->n_settings; a++)
+                for (size_t b = 0; b < new->n_settings; b++)
+                        if (old->settings[a].knob == new->settings[b].knob) {
+                                SettingRuntime keep = old->settings[a].rt;
+                                if (new->settings[b].rt.last_change_usec)
+                                        keep.last_change_usec = new->settings[b].rt.last_change_usec;
+                                keep.last_reported = new->settings[b].state;
+                                new->settings[b].rt = keep;
+                        }
+}
+
+/* Plan and apply one disk from scratch (start, hotplug, reload) and keep its plan.
+ * A re-plan of a known disk (udev "change") also restores knobs the new plan no
+ * longer sets, exactly as a reload does. */
 static int manager_tune_device(Manager *m, Device *d) {
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir };
         DevicePlan *p = NULL, **n;
@@ -193,6 +214,8 @@ static int manager_tune_device(Manager *m, Device *d) {
 
         idx = plan_index(m, p->device->name);
         if (idx >= 0) {
+                restore_dropped_knobs(m, m->plan.devices[idx], p);
+                keep_runtime(m->plan.devices[idx], p);
                 device_plan_free(m->plan.devices[idx]);
                 m->plan.devices[idx] = p;
                 return 0;
@@ -324,8 +347,8 @@ int manager_check_drift(Manager *m) {
                         s->hold = false;
                 }
         }
-        m->last_check_usec = now_usec(CLOCK_REALTIME);
-        if (changed) {
+        if (changed || now_usec(CLOCK_REALTIME) - m->last_check_usec >= STATUS_REFRESH_USEC) {
+                m->last_check_usec = now_usec(CLOCK_REALTIME);
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
@@ -448,7 +471,14 @@ static int manager_watch_udev(Manager *m) {
         r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "block", "disk");
         if (r < 0)
                 return r;
-        (void) udev_monitor_set_receive_buffer_size(m->monitor, MONITOR_RCVBUF);
+        /* libudev uses SO_RCVBUFFORCE, which needs CAP_NET_ADMIN; the unit keeps only
+         * CAP_SYS_ADMIN, so fall back to SO_RCVBUF, which the kernel caps at
+         * net.core.rmem_max. Bursts are drained as fast as they arrive either way. */
+        if (udev_monitor_set_receive_buffer_size(m->monitor, MONITOR_RCVBUF) < 0) {
+                int size = MONITOR_RCVBUF;
+                if (setsockopt(udev_monitor_get_fd(m->monitor), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) < 0)
+                        log_debug_errno(errno, "Cannot enlarge the udev monitor's receive buffer: %m");
+        }
         r = udev_monitor_enable_receiving(m->monitor);
         if (r < 0)
                 return r;
@@ -528,18 +558,8 @@ static int manager_reload(Manager *m) {
         /* Keep drift history for settings that survived the reload. */
         for (size_t i = 0; i < old.n; i++) {
                 ssize_t idx = plan_index(m, old.devices[i]->device->name);
-                if (idx < 0)
-                        continue;
-                for (size_t a = 0; a < old.devices[i]->n_settings; a++)
-                        for (size_t b = 0; b < m->plan.devices[idx]->n_settings; b++)
-                                if (old.devices[i]->settings[a].knob == m->plan.devices[idx]->settings[b].knob) {
-                                        SettingRuntime keep = old.devices[i]->settings[a].rt;
-                                        if (m->plan.devices[idx]->settings[b].rt.last_change_usec)
-                                                keep.last_change_usec =
-                                                        m->plan.devices[idx]->settings[b].rt.last_change_usec;
-                                        keep.last_reported = m->plan.devices[idx]->settings[b].state;
-                                        m->plan.devices[idx]->settings[b].rt = keep;
-                                }
+                if (idx >= 0)
+                        keep_runtime(old.devices[i], m->plan.devices[idx]);
         }
         plan_done(&old);
         (void) arm_drift_timer(m);

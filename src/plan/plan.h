@@ -28,7 +28,7 @@ typedef struct SettingRuntime {
         uint64_t window_start_usec;  /* CLOCK_MONOTONIC start of the current counting window */
         unsigned window_drifts;      /* drifts within that window */
         uint64_t hold_until_usec;    /* CLOCK_MONOTONIC: back-off, do not write before this */
-        unsigned backoff_level;      /* the hold doubles with each conflict episode */
+        unsigned backoff_level;      /* within one conflict episode, each new hold doubles */
         bool conflict;               /* in a conflict episode (reported once) */
         SettingState last_reported;  /* to log failures once, not every tick */
 } SettingRuntime;
@@ -50,7 +50,7 @@ typedef struct Setting {
 
 typedef struct DevicePlan {
         Device *device;
-        char *profile;      /* NULL when excluded or on error */
+        char *profile;      /* NULL when excluded; the pinned name when IOTUNED_PROFILE names none */
         char *rule;         /* rule name, "IOTUNED_PROFILE" or "default_profile" */
         char *reason;       /* why that rule matched */
         bool excluded;

@@ -179,6 +179,19 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("nvme0n1: add_random no longer tuned by the new configuration; restored 1", self.daemon_log())
         self.stop()
 
+    def test_change_event_replans_and_restores_dropped_knobs(self):
+        self.bed.nvme(0)
+        self.bed.write("nvme0n1", "queue/add_random", "1")  # original; latency sets 0
+        self.start()
+        self.assertEqual(self.bed.read("nvme0n1", "queue/add_random"), "0")
+        # an admin's udev rule pins the disk to throughput, then udev sends "change"
+        self.bed.tb.set_property(self.bed.paths["nvme0n1"], "IOTUNED_PROFILE", "throughput")
+        self.bed.tb.uevent(self.bed.paths["nvme0n1"], "change")
+        wait_for(lambda: self.status()["devices"][0]["rule"] == "IOTUNED_PROFILE", what="re-planned on change")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/read_ahead_kb"), "4096")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/add_random"), "1")
+        self.stop()
+
     def test_invalid_config_refuses_to_start(self):
         self.bed.nvme(0)
         self.conf("profiles/fast.yaml", "queue:\n  rq_affinity: 3\n")

@@ -274,6 +274,8 @@ iotvm_run_scenario() { # FILE
 	fi
 	((${#checks[@]})) || { echo "FAIL: $file defines no check_* functions" >&2; return 1; }
 	step "scenario $(cat "$IOTVM_SHARE/name" 2>/dev/null || basename "$file" .sh): kernel $(uname -r), ${#checks[@]} checks: ${checks[*]}"
+	# Boot cost at a glance: seconds since the kernel started.
+	note "guest uptime at test start: $(cut -d' ' -f1 /proc/uptime) s"
 
 	if declare -F scenario_setup >/dev/null; then
 		iotvm_check scenario_setup || {

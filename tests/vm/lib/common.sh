@@ -15,6 +15,7 @@ VM_CACHE=${IOTUNED_VM_CACHE:-/var/cache/iotuned-vm}
 # Modules the initramfs needs to mount a 9p root and stack an overlay on it.
 # Their dependencies (netfs, fscache, 9pnet, virtio_ring, ...) are resolved with
 # modprobe --show-depends against the unpacked tree, so the list stays short.
+# shellcheck disable=SC2034 # used by mkinitramfs
 VM_INITRAMFS_MODULES=(virtio_pci 9pnet_virtio 9p overlay)
 
 vm_die() {

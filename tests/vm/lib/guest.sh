@@ -111,6 +111,7 @@ wait_for() { # CONDITION [TIMEOUT_SECONDS=10] [DIAGNOSE]
 		if eval "$cond" >/dev/null 2>&1; then
 			now=$(_iotvm_us)
 			WAITED_US=$((now - t0))
+			# shellcheck disable=SC2034 # for the scenarios
 			WAITED=$(printf '%d.%02d' $((WAITED_US / 1000000)) $((WAITED_US % 1000000 / 10000)))
 			return 0
 		fi

@@ -23,7 +23,7 @@ static int load_json(const char *dir, const char *name, json_object **ret) {
 
         if (!p)
                 return -ENOMEM;
-        r = read_attr(p, &text);
+        r = read_full_file(p, 1u << 20, &text);
         if (r < 0)
                 return r;
         j = json_tokener_parse(text);

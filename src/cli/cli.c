@@ -456,7 +456,7 @@ int cli_status(Cli *c) {
 
         if (asprintf_safe(&path, "%s%s/status.json", root, IOTUNED_RUN_DIR) < 0)
                 return log_oom(), EXIT_FAILED;
-        r = read_attr(path, &text);
+        r = read_full_file(path, 64u << 20, &text);
         if (r == -ENOENT) {
                 log_error("iotuned is not running (no %s). 'iotunectl plan' shows what it would do.", path);
                 return EXIT_NOT_RUNNING;

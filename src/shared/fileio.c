@@ -11,20 +11,30 @@
  * read through here. */
 #define ATTR_MAX 65536
 
-int read_attr(const char *path, char **ret) {
+int read_full_file(const char *path, size_t max, char **ret) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
-        size_t len = 0;
+        size_t len = 0, alloc = 0;
 
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
 
-        buf = malloc(ATTR_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
         for (;;) {
-                ssize_t n = read(fd, buf + len, ATTR_MAX - len);
+                ssize_t n;
+                if (alloc - len < 4096) {
+                        char *nb;
+                        alloc = alloc ? alloc * 2 : 8192;
+                        if (alloc > max + 1)
+                                alloc = max + 1;
+                        if (alloc <= len)
+                                return -EFBIG;
+                        nb = realloc(buf, alloc + 1);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                }
+                n = read(fd, buf + len, alloc - len);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -33,14 +43,23 @@ int read_attr(const char *path, char **ret) {
                 if (n == 0)
                         break;
                 len += n;
-                if (len >= ATTR_MAX)
+                if (len > max)
                         return -EFBIG;
+        }
+        if (!buf) {
+                buf = strdup("");
+                if (!buf)
+                        return -ENOMEM;
         }
         while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\0'))
                 len--;
         buf[len] = 0;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int read_attr(const char *path, char **ret) {
+        return read_full_file(path, ATTR_MAX, ret);
 }
 
 int read_attr_at(const char *dir, const char *attr, char **ret) {

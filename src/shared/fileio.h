@@ -7,6 +7,10 @@
 int read_attr(const char *path, char **ret);
 int read_attr_at(const char *dir, const char *attr, char **ret);
 
+/* Read a whole regular file of up to `max` bytes (state and record files, which
+ * grow with the number of disks). -EFBIG beyond that. */
+int read_full_file(const char *path, size_t max, char **ret);
+
 /* Write one value to a sysfs/procfs attribute: one unbuffered write(2) of the
  * value plus a newline, no O_CREAT (an absent attribute is -ENOENT, never a new
  * file), O_TRUNC so fixture trees behave like the kernel (sysfs ignores it).

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <stdio.h>
+
 #include "fileio.h"
 #include "originals.h"
 #include "util.h"
@@ -44,24 +46,57 @@ static bool record_matches(json_object *j, const Device *d) {
         return d->diskseq && s && streq(s, d->diskseq);
 }
 
-int originals_record(const char *dir, const Device *d) {
-        json_object *old = NULL, *root, *values;
-        const char *text;
-        _cleanup_free_ char *p = NULL;
+static void add_irq_originals(json_object *irqs, const DevicePlan *p, bool *changed) {
+        for (size_t i = 0; i < p->n_settings; i++) {
+                const Setting *s = &p->settings[i];
+                _cleanup_free_ char *raw = NULL, *norm = NULL;
+                char key[16];
+                if (s->irq < 0 || !s->path)
+                        continue;
+                snprintf(key, sizeof(key), "%d", s->irq);
+                if (json_object_object_get_ex(irqs, key, NULL))
+                        continue; /* the first original wins */
+                if (read_attr(s->path, &raw) < 0 || s->knob->normalize(raw, &norm) < 0)
+                        continue;
+                json_object_object_add(irqs, key, json_object_new_string(norm));
+                *changed = true;
+        }
+}
+
+static int write_record(const char *dir, const char *name, json_object *root) {
+        _cleanup_free_ char *p = record_path(dir, name);
+        const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        return p && text ? write_file_atomic(p, text, strlen(text)) : -ENOMEM;
+}
+
+int originals_record(const char *dir, const DevicePlan *plan) {
+        const Device *d = plan->device;
+        json_object *old = NULL, *root, *values, *irqs;
+        bool changed = false;
         int r;
 
         if (load_json(dir, d->name, &old) == 0) {
-                bool same = record_matches(old, d);
-                json_object_put(old);
-                if (same)
-                        return 0;
+                if (record_matches(old, d)) {
+                        /* Known disk: only vectors not recorded yet are added. */
+                        if (!json_object_object_get_ex(old, "irqs", &irqs)) {
+                                irqs = json_object_new_object();
+                                json_object_object_add(old, "irqs", irqs);
+                        }
+                        add_irq_originals(irqs, plan, &changed);
+                        r = changed ? write_record(dir, d->name, old) : 0;
+                        json_object_put(old);
+                        return r;
+                }
+                json_object_put(old); /* a different disk had this name: start over */
         }
 
         root = json_object_new_object();
         values = json_object_new_object();
-        if (!root || !values) {
+        irqs = json_object_new_object();
+        if (!root || !values || !irqs) {
                 json_object_put(root);
                 json_object_put(values);
+                json_object_put(irqs);
                 return -ENOMEM;
         }
         json_object_object_add(root, "version", json_object_new_int(ORIGINALS_VERSION));
@@ -72,7 +107,7 @@ int originals_record(const char *dir, const Device *d) {
         for (size_t k = 0; k < _KNOB_MAX; k++) {
                 const Knob *kn = &knob_table[k];
                 _cleanup_free_ char *raw = NULL, *norm = NULL;
-                if (kn->needs_mq && !d->has_mq)
+                if (!streq(kn->section, "queue") || (kn->needs_mq && !d->has_mq))
                         continue;
                 /* Unreadable knobs (no WBT on this queue, old kernels) have nothing to restore. */
                 if (read_attr_at(d->syspath, kn->attr, &raw) < 0 || kn->normalize(raw, &norm) < 0)
@@ -80,16 +115,16 @@ int originals_record(const char *dir, const Device *d) {
                 json_object_object_add(values, kn->name, json_object_new_string(norm));
         }
         json_object_object_add(root, "values", values);
-
-        p = record_path(dir, d->name);
-        text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-        r = p && text ? write_file_atomic(p, text, strlen(text)) : -ENOMEM;
+        add_irq_originals(irqs, plan, &changed);
+        json_object_object_add(root, "irqs", irqs);
+        r = write_record(dir, d->name, root);
         json_object_put(root);
         return r;
 }
 
-int originals_load(const char *dir, const Device *d, char *values[_KNOB_MAX]) {
-        json_object *j = NULL, *vals;
+int originals_load(const char *dir, const Device *d, char *values[_KNOB_MAX], char ***ret_irqs) {
+        _cleanup_strv_free_ char **irq_values = NULL;
+        json_object *j = NULL, *vals, *irqs;
         int r;
 
         for (size_t k = 0; k < _KNOB_MAX; k++)
@@ -107,15 +142,28 @@ int originals_load(const char *dir, const Device *d, char *values[_KNOB_MAX]) {
                         if (!json_object_object_get_ex(vals, knob_table[k].name, &v))
                                 continue;
                         values[k] = strdup(json_object_get_string(v));
-                        if (!values[k]) {
-                                for (size_t i = 0; i < k; i++)
-                                        free(values[i]);
-                                json_object_put(j);
-                                return -ENOMEM;
-                        }
+                        if (!values[k])
+                                goto oom;
                 }
+        if (json_object_object_get_ex(j, "irqs", &irqs) && json_object_is_type(irqs, json_type_object)) {
+                json_object_object_foreach(irqs, key, val) {
+                        char *e = NULL;
+                        if (asprintf_safe(&e, "%s=%s", key, json_object_get_string(val)) < 0 ||
+                            strv_push(&irq_values, e) < 0)
+                                goto oom;
+                }
+        }
         json_object_put(j);
+        if (ret_irqs)
+                *ret_irqs = TAKE_PTR(irq_values);
         return 0;
+oom:
+        for (size_t i = 0; i < _KNOB_MAX; i++) {
+                free(values[i]);
+                values[i] = NULL;
+        }
+        json_object_put(j);
+        return -ENOMEM;
 }
 
 int originals_list(const char *dir, char ***ret) {

@@ -39,6 +39,48 @@ static int read_knob(const Device *d, const Knob *k, char **ret) {
         return k->normalize(raw, ret);
 }
 
+static int read_setting(const Device *d, const Setting *s, char **ret) {
+        _cleanup_free_ char *raw = NULL;
+        int r;
+        if (!s->path)
+                return read_knob(d, s->knob, ret);
+        r = read_attr(s->path, &raw);
+        if (r < 0)
+                return r;
+        return s->knob->normalize(raw, ret);
+}
+
+static int write_setting(const Device *d, const Setting *s, const char *value) {
+        return s->path ? write_attr(s->path, value) : write_attr_at(d->syspath, s->knob->attr, value);
+}
+
+/* kernel/irq/proc.c: a managed vector refuses affinity writes, EIO on 6.1
+ * (irq_can_set_affinity_usr), EPERM on 6.12 where the file is also 0444. */
+static bool is_managed_refusal(int r) {
+        return r == -EIO || r == -EPERM || r == -EACCES;
+}
+
+/* For a vector: where it actually fires, for the report. */
+static void read_effective_affinity(Setting *s) {
+        _cleanup_free_ char *p = NULL, *raw = NULL;
+        char *slash;
+        free(s->detail);
+        s->detail = NULL;
+        if (!s->path || !(p = strdup(s->path)) || !(slash = strrchr(p, '/')))
+                return;
+        strcpy(slash + 1, "effective_affinity_list");
+        if (read_attr(p, &raw) == 0 && s->knob->normalize(raw, &s->detail) < 0)
+                s->detail = NULL;
+}
+
+static void set_managed(Setting *s, const char *how) {
+        set_state(s, STATE_MANAGED, 0,
+                  "kernel-managed vector (%s): fires on CPUs %s; the policy wants %s%s; steer it with "
+                  "isolcpus=managed_irq or poll queues",
+                  how, s->detail ?: s->observed ?: "?", s->effective,
+                  s->detail && streq(s->detail, s->effective) ? " (matches)" : "");
+}
+
 static int write_failure_note(Setting *s, const char *value, int r) {
         /* The kernel's EINVAL on the scheduler file means "no such elevator": it first
          * tried request_module("<name>-iosched") (block/elevator.c: elevator_change). */
@@ -74,9 +116,13 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 if (k->needs_mq && !d->has_mq)
                         continue; /* planned as unsupported */
 
-                r = read_knob(d, k, &s->observed);
+                r = read_setting(d, s, &s->observed);
                 if (r == -ENOMEM)
                         return r;
+                if (r == -ENOENT && s->irq >= 0) {
+                        set_state(s, STATE_FAILED, r, "IRQ %d is gone (its device was removed?)", s->irq);
+                        continue;
+                }
                 if (r == -ENOENT) {
                         set_state(s, STATE_UNSUPPORTED, 0, "this kernel or device has no %s", k->attr);
                         continue;
@@ -117,6 +163,15 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
 
                 if (k->id == KNOB_SCHEDULER)
                         scheduler_after = s->effective;
+                if (s->irq >= 0)
+                        read_effective_affinity(s);
+                /* A managed vector is a state, not an error: learned from a refused write
+                 * (never retried), or predicted from its driver (only APPLY tries once). */
+                if (s->irq >= 0 && (s->rt.managed || (s->managed_predicted && (o->mode != RECONCILE_APPLY ||
+                                                                                streq(s->observed, s->effective))))) {
+                        set_managed(s, s->rt.managed ? "a write was refused" : "its driver manages its affinity");
+                        continue;
+                }
 
                 if (streq(s->observed, s->effective)) {
                         if (o->mode == RECONCILE_DRY_RUN && k->id == KNOB_NR_REQUESTS && scheduler_switches) {
@@ -147,14 +202,14 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
 
                 /* APPLY: nothing is written before the originals are safe. */
                 if (!recorded && o->originals_dir) {
-                        r = originals_record(o->originals_dir, d);
+                        r = originals_record(o->originals_dir, p);
                         if (r < 0)
                                 return log_debug_errno(r, "Cannot record originals of %s: %m", d->name);
                         recorded = true;
                 }
-                r = write_attr_at(d->syspath, k->attr, s->effective);
+                r = write_setting(d, s, s->effective);
                 s->previous = TAKE_PTR(s->observed);
-                if (read_knob(d, k, &s->observed) < 0) {
+                if (read_setting(d, s, &s->observed) < 0) {
                         set_state(s, STATE_FAILED, r < 0 ? r : -EIO, "cannot read %s back after writing", k->attr);
                         continue;
                 }
@@ -163,7 +218,16 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         s->state = STATE_CHANGED;
                         continue;
                 }
-                if (r < 0)
+                if (s->irq >= 0 && is_managed_refusal(r)) {
+                        s->rt.managed = true;
+                        free(s->previous);
+                        s->previous = NULL;
+                        read_effective_affinity(s);
+                        set_managed(s, r == -EIO ? "write refused with EIO" : "write refused with EPERM");
+                } else if (s->irq >= 0 && r == -EROFS)
+                        set_state(s, STATE_FAILED, r,
+                                  "/proc/irq is read-only here (ProtectKernelTunables= in the unit?)");
+                else if (r < 0)
                         write_failure_note(s, s->effective, r);
                 else
                         set_state(s, STATE_FAILED, -EIO, "kernel reads back '%s' after writing '%s'", s->observed,

@@ -15,7 +15,8 @@ static bool device_plan_failed(const DevicePlan *p) {
         return false;
 }
 
-int restore_originals(struct udev *udev, const char *dir, char * const *only, Plan *ret, char ***ret_gone) {
+int restore_originals(struct udev *udev, const char *dir, const char *proc_root, char *const *only, Plan *ret,
+                      char ***ret_gone) {
         _cleanup_strv_free_ char **names = NULL, **gone = NULL;
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = NULL };
         Plan plan = {};
@@ -30,13 +31,14 @@ int restore_originals(struct udev *udev, const char *dir, char * const *only, Pl
 
         for (char **n = names; n && *n; n++) {
                 char *values[_KNOB_MAX];
+                _cleanup_strv_free_ char **irqs = NULL;
                 Device *d = NULL;
 
                 if (only && !strv_contains(only, *n))
                         continue;
                 r = device_lookup(udev, *n, &d);
                 if (r >= 0) {
-                        r = originals_load(dir, d, values);
+                        r = originals_load(dir, d, values, &irqs);
                         if (r == -ESTALE || r == -EBADMSG || r == -ENOENT)
                                 d = device_free(d);
                 }
@@ -52,7 +54,7 @@ int restore_originals(struct udev *udev, const char *dir, char * const *only, Pl
                         plan_done(&plan);
                         return r;
                 }
-                r = plan_device_from_values(d, "original", values, &plan.devices[plan.n]);
+                r = plan_device_from_values(d, "original", values, irqs, proc_root, &plan.devices[plan.n]);
                 for (size_t k = 0; k < _KNOB_MAX; k++)
                         free(values[k]);
                 if (r < 0)
@@ -76,23 +78,35 @@ oom:
         return -ENOMEM;
 }
 
-int restore_knobs(const char *dir, Device *d, const bool knobs[_KNOB_MAX], DevicePlan **ret) {
+int restore_knobs(const char *dir, const char *proc_root, Device *d, const bool knobs[_KNOB_MAX], const int *irqs,
+                  size_t n_irqs, DevicePlan **ret) {
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = NULL };
         _cleanup_(device_plan_freep) DevicePlan *p = NULL;
+        _cleanup_strv_free_ char **all_irqs = NULL, **keep = NULL;
         char *values[_KNOB_MAX];
         int r;
 
-        r = originals_load(dir, d, values);
+        r = originals_load(dir, d, values, &all_irqs);
         if (r < 0) {
                 device_free(d);
                 return r;
+        }
+        for (char **e = all_irqs; e && *e; e++) {
+                int irq = atoi(*e);
+                for (size_t i = 0; i < n_irqs; i++)
+                        if (irqs[i] == irq && strv_extend(&keep, *e) < 0) {
+                                for (size_t k = 0; k < _KNOB_MAX; k++)
+                                        free(values[k]);
+                                device_free(d);
+                                return -ENOMEM;
+                        }
         }
         for (size_t k = 0; k < _KNOB_MAX; k++)
                 if (!knobs[k]) {
                         free(values[k]);
                         values[k] = NULL;
                 }
-        r = plan_device_from_values(d, "original", values, &p);
+        r = plan_device_from_values(d, "original", values, keep, proc_root, &p);
         for (size_t k = 0; k < _KNOB_MAX; k++)
                 free(values[k]);
         if (r < 0)

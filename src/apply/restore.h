@@ -10,9 +10,11 @@
  * values are all back. Disks that are gone, or were replaced by another disk of
  * the same name (diskseq differs), have their record dropped and their names
  * added to *ret_gone. Shared by `iotunectl restore` and the daemon's stop. */
-int restore_originals(struct udev *udev, const char *originals_dir, char * const *only, Plan *ret,
-                      char ***ret_gone);
+int restore_originals(struct udev *udev, const char *originals_dir, const char *proc_root, char *const *only,
+                      Plan *ret, char ***ret_gone);
 
-/* Restore only the knobs in `knobs` (true = restore) of one disk: used when a
- * reload stops wanting a knob. The record is kept (other knobs may still be tuned). */
-int restore_knobs(const char *originals_dir, Device *d, const bool knobs[_KNOB_MAX], DevicePlan **ret);
+/* Restore only the knobs in `knobs` (true = restore) and the vectors in `irqs`
+ * of one disk: used when a reload stops wanting them. The record is kept (other
+ * knobs may still be tuned). Takes ownership of `d`. */
+int restore_knobs(const char *originals_dir, const char *proc_root, Device *d, const bool knobs[_KNOB_MAX],
+                  const int *irqs, size_t n_irqs, DevicePlan **ret);

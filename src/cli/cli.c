@@ -16,17 +16,33 @@
 int cli_init(Cli *c) {
         const char *root = c->root && !streq(c->root, "/") ? c->root : "";
 
-        if (asprintf_safe(&c->originals_dir, "%s%s/originals", root, IOTUNED_RUN_DIR) < 0)
+        _cleanup_free_ char *interrupts = NULL;
+        int r;
+
+        if (asprintf_safe(&c->originals_dir, "%s%s/originals", root, IOTUNED_RUN_DIR) < 0 ||
+            !(c->proc_root = strdup(root)) || asprintf_safe(&interrupts, "%s/proc/interrupts", root) < 0)
                 return log_oom();
         c->udev = udev_new();
         if (!c->udev)
                 return log_error_errno(ENOMEM, "Cannot create a udev context.");
+        r = topology_load(&c->topology);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the CPU topology: %m");
+        /* Without /proc/interrupts vectors are still found (msi_irqs), just unnamed. */
+        r = irq_table_load(interrupts, &c->irqs);
+        if (r < 0)
+                log_debug_errno(r, "Cannot read %s: %m", interrupts);
+        c->ctx = (PlanContext) { .topology = &c->topology, .irqs = &c->irqs, .proc_root = c->proc_root };
         return 0;
 }
 
 void cli_done(Cli *c) {
         free(c->originals_dir);
         c->originals_dir = NULL;
+        free(c->proc_root);
+        c->proc_root = NULL;
+        topology_done(&c->topology);
+        irq_table_done(&c->irqs);
         c->udev = udev_unref(c->udev);
 }
 
@@ -166,7 +182,7 @@ static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *
         ex = collect_devices(c, cfg, devices, &devs);
         if (ex != EXIT_OK)
                 return ex;
-        r = plan_build(cfg, &devs, &plan);
+        r = plan_build(cfg, &devs, &c->ctx, &plan);
         if (r >= 0)
                 r = reconcile_plan(&plan, &o);
         if (r < 0) {
@@ -215,7 +231,8 @@ int cli_restore(Cli *c, char **devices) {
                         return EXIT_NO_DEVICE;
                 }
 
-        r = restore_originals(c->udev, c->originals_dir, strv_length(devices) ? devices : NULL, &plan, &gone);
+        r = restore_originals(c->udev, c->originals_dir, c->proc_root, strv_length(devices) ? devices : NULL, &plan,
+                              &gone);
         if (r < 0) {
                 log_error_errno(r, "Restoring failed: %m");
                 return EXIT_FAILED;
@@ -245,7 +262,7 @@ int cli_explain(Cli *c, const char *name) {
         r = device_lookup(c->udev, name, &dev);
         if (r < 0)
                 return lookup_error(name, r);
-        r = plan_device(cfg, dev, &dp);
+        r = plan_device(cfg, dev, &c->ctx, &dp);
         if (r >= 0)
                 r = reconcile_device(dp, &o);
         if (r < 0)
@@ -315,11 +332,16 @@ int cli_explain(Cli *c, const char *name) {
                 printf("\nResult: %s\n", dp->error);
                 return EXIT_FAILED;
         }
-        printf("\nResult: profile %s (rule %s: %s)\n\n", dp->profile, dp->rule, dp->reason ?: "");
-        printf("  %-15s %-12s %-12s %-13s %s\n", "KNOB", "DESIRED", "CURRENT", "STATE", "FROM");
+        printf("\nResult: profile %s (rule %s: %s)\n", dp->profile, dp->rule, dp->reason ?: "");
+        printf("IRQ placement: %s%s%s%s\n\n", irq_placement_to_string(dp->irq_placement),
+               dp->keep_irqbalance_away ? ", irqbalance kept away from pinned vectors" : "",
+               dp->irq_note ? "; " : "", dp->irq_note ?: "");
+        printf("  %-22s %-12s %-12s %-13s %s\n", "KNOB", "DESIRED", "CURRENT", "STATE", "FROM");
         for (size_t k = 0; k < dp->n_settings; k++) {
                 const Setting *s = &dp->settings[k];
-                printf("  %-15s %-12s %-12s %-13s %s:%u:%u%s%s\n", s->knob->name, s->effective ?: s->desired,
+                char lb[128];
+                printf("  %-22s %-12s %-12s %-13s %s:%u:%u%s%s\n", output_setting_label(s, lb, sizeof(lb)),
+                       s->effective ?: s->desired,
                        s->observed ?: "-", s->state == STATE_CHANGED ? "would-change" : setting_state_to_string(s->state),
                        s->origin.file ?: "-", s->origin.line, s->origin.column, s->note ? "  # " : "", s->note ?: "");
         }

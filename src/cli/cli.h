@@ -26,7 +26,11 @@ typedef struct Cli {
         bool quiet;
         bool all;                /* also list settings that are ok */
         char *originals_dir;     /* <root>/run/iotuned/originals */
+        char *proc_root;         /* "" or <root>: /proc/interrupts and /proc/irq live under it */
         struct udev *udev;
+        Topology topology;
+        IrqTable irqs;
+        PlanContext ctx;
 } Cli;
 
 int cli_init(Cli *c);
@@ -53,3 +57,4 @@ struct json_object *output_mark_json(const Mark *m);
 void output_json_print(struct json_object *j);
 void output_plan_table(const Plan *p, bool dry_run, bool show_ok);
 void output_plan_summary(const Plan *p, const char *command, bool dry_run);
+const char *output_setting_label(const Setting *s, char *buf, size_t size);

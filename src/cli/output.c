@@ -77,6 +77,9 @@ json_object *output_plan_json(const Plan *p, bool dry_run) {
                         const Setting *s = &dp->settings[k];
                         json_object *e = json_object_new_object();
                         json_object_object_add(e, "knob", json_object_new_string(s->knob->name));
+                        json_object_object_add(e, "object", str_or_null(s->object));
+                        json_object_object_add(e, "irq", s->irq >= 0 ? json_object_new_int(s->irq) : NULL);
+                        json_object_object_add(e, "effective_affinity", str_or_null(s->detail));
                         json_object_object_add(e, "desired", json_object_new_string(s->desired));
                         json_object_object_add(e, "effective", str_or_null(s->effective));
                         json_object_object_add(e, "observed", str_or_null(s->observed));
@@ -114,6 +117,14 @@ void output_json_print(json_object *j) {
                                                        JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
+/* "scheduler", or "irq 26 nvme0q1" for a vector. */
+const char *output_setting_label(const Setting *s, char *buf, size_t size) {
+        if (!s->object)
+                return s->knob->name;
+        snprintf(buf, size, "%s", s->object);
+        return buf;
+}
+
 static const char *state_label(const Setting *s, bool dry_run) {
         if (dry_run && s->state == STATE_CHANGED)
                 return "would-change";
@@ -132,7 +143,8 @@ void output_plan_table(const Plan *p, bool dry_run, bool show_ok) {
                 wp = MAX(wp, (int) strlen(dp->profile ?: "-"));
                 for (size_t k = 0; k < dp->n_settings; k++) {
                         const Setting *s = &dp->settings[k];
-                        wk = MAX(wk, (int) strlen(s->knob->name));
+                        char lb[128];
+                        wk = MAX(wk, (int) strlen(output_setting_label(s, lb, sizeof(lb))));
                         wc = MAX(wc, (int) strlen(s->observed ?: "-"));
                         wx = MAX(wx, (int) strlen(s->effective ?: s->desired));
                         ws = MAX(ws, (int) strlen(state_label(s, dry_run)));
@@ -158,9 +170,11 @@ void output_plan_table(const Plan *p, bool dry_run, bool show_ok) {
                 }
                 for (size_t k = 0; k < dp->n_settings; k++) {
                         const Setting *s = &dp->settings[k];
+                        char lb[128];
                         if (!show_ok && s->state == STATE_OK)
                                 continue;
-                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  ", wd, dp->device->name, wk, s->knob->name, wc,
+                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  ", wd, dp->device->name, wk,
+                               output_setting_label(s, lb, sizeof(lb)), wc,
                                s->observed ?: "-", wx, s->effective ?: s->desired, ws, state_label(s, dry_run), wp,
                                dp->profile);
                         if (s->previous)

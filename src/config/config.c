@@ -8,6 +8,7 @@
 
 #include "builtin.h"
 #include "config.h"
+#include "cpuset.h"
 #include "util.h"
 #include "yaml-node.h"
 
@@ -79,6 +80,8 @@ static Profile *profile_free(Profile *p) {
                 value_done(&p->knobs[i]);
                 value_done(&p->resolved[i]);
         }
+        irq_policy_done(&p->irq);
+        irq_policy_done(&p->irq_resolved);
         free(p);
         return NULL;
 }
@@ -106,6 +109,7 @@ static void rule_done(Rule *r) {
         mark_done(&r->profile_mark);
         for (size_t i = 0; i < _KNOB_MAX; i++)
                 value_done(&r->set[i]);
+        irq_policy_done(&r->set_irq);
 }
 
 Config *config_free(Config *c) {
@@ -256,11 +260,76 @@ static int parse_knob_section(const YNode *sec, const char *section, Value value
         return r;
 }
 
+/* `irq: { placement: queue-local, cpus: "2-7", keep_irqbalance_away: true }` */
+static int parse_irq_section(const YNode *sec, IrqPolicy *p, Diag *d) {
+        static const char *const keys[] = { "placement", "cpus", "keep_irqbalance_away" };
+        const YNode *pl = NULL, *cpus = NULL;
+        int r = 0;
+
+        if (!expect_kind(sec, YNODE_MAPPING, "irq", d))
+                return -EINVAL;
+        for (size_t i = 0; i < sec->n_pairs; i++) {
+                const YPair *kv = &sec->pairs[i];
+                const char *key = kv->key->scalar;
+                if (streq(key, "placement"))
+                        pl = kv->value;
+                else if (streq(key, "cpus"))
+                        cpus = kv->value;
+                else if (streq(key, "keep_irqbalance_away")) {
+                        bool b;
+                        if (parse_bool_node(kv->value, key, &b, d) < 0)
+                                r = -EINVAL;
+                        else
+                                p->keep_irqbalance_away = b;
+                } else {
+                        unknown_key(kv, "irq", keys, ELEMENTSOF(keys), d);
+                        r = -EINVAL;
+                }
+        }
+        if (pl) {
+                if (!expect_string(pl, "placement", d))
+                        return -EINVAL;
+                p->placement = irq_placement_from_string(pl->scalar);
+                if (p->placement == IRQ_PLACEMENT_UNSET)
+                        return diag_add(d, &pl->mark,
+                                        "invalid placement '%s': expected queue-local, node-local, spread, cpus or leave",
+                                        pl->scalar);
+                if (mark_copy(&p->origin, &pl->mark) < 0)
+                        return -ENOMEM;
+        }
+        if (cpus) {
+                CpuSet s = {};
+                if (!expect_string(cpus, "cpus", d))
+                        return -EINVAL;
+                if (cpuset_parse(cpus->scalar, &s) < 0 || cpuset_count(&s) == 0) {
+                        cpuset_done(&s);
+                        return diag_add(d, &cpus->mark, "invalid cpus '%s': expected a non-empty cpulist such as 2-7,10",
+                                        cpus->scalar);
+                }
+                free(p->cpus);
+                r = cpuset_format(&s, &p->cpus) < 0 ? -ENOMEM : r;
+                cpuset_done(&s);
+                if (r == -ENOMEM)
+                        return r;
+                if (!pl) {
+                        p->placement = IRQ_PLACEMENT_CPUS; /* `cpus:` alone means placement: cpus */
+                        if (mark_copy(&p->origin, &cpus->mark) < 0)
+                                return -ENOMEM;
+                } else if (p->placement != IRQ_PLACEMENT_CPUS)
+                        return diag_add(d, &cpus->mark, "'cpus' only goes with placement: cpus (placement is %s)",
+                                        irq_placement_to_string(p->placement));
+        } else if (p->placement == IRQ_PLACEMENT_CPUS)
+                return diag_add(d, &pl->mark, "placement: cpus needs a 'cpus: \"LIST\"' key");
+        return r;
+}
+
 /* The sections a profile (and a rule's `set:`) may have. Only sections whose knobs
  * exist are accepted: a key we would silently ignore is worse than an error. */
-static int parse_knob_sections(const YNode *pair_value, const char *key, Value values[_KNOB_MAX], Diag *d,
-                               bool *handled) {
-        *handled = streq(key, "queue");
+static int parse_knob_sections(const YNode *pair_value, const char *key, Value values[_KNOB_MAX], IrqPolicy *irq,
+                               Diag *d, bool *handled) {
+        *handled = streq(key, "queue") || streq(key, "irq");
+        if (streq(key, "irq"))
+                return parse_irq_section(pair_value, irq, d);
         if (!*handled)
                 return 0;
         return parse_knob_section(pair_value, key, values, d);
@@ -269,13 +338,14 @@ static int parse_knob_sections(const YNode *pair_value, const char *key, Value v
 /* ---- profiles ---------------------------------------------------------------- */
 
 static int parse_profile(const YNode *root, const char *path, const char *basename_name, Profile **ret, Diag *d) {
-        static const char *const keys[] = { "name", "description", "extends", "queue" };
+        static const char *const keys[] = { "name", "description", "extends", "queue", "irq" };
         _cleanup_(profile_freep) Profile *p = NULL;
         int r = 0;
 
         p = calloc(1, sizeof(Profile));
         if (!p)
                 return -ENOMEM;
+        p->irq.keep_irqbalance_away = p->irq_resolved.keep_irqbalance_away = -1;
         p->path = strdup(path);
         p->name = strdup(basename_name);
         if (!p->path || !p->name)
@@ -313,7 +383,7 @@ static int parse_profile(const YNode *root, const char *path, const char *basena
                                 else if (mark_copy(&p->extends_mark, &kv->value->mark) < 0)
                                         return -ENOMEM;
                         } else {
-                                int q = parse_knob_sections(kv->value, key, p->knobs, d, &handled);
+                                int q = parse_knob_sections(kv->value, key, p->knobs, &p->irq, d, &handled);
                                 if (q == -ENOMEM)
                                         return q;
                                 if (q < 0)
@@ -389,6 +459,14 @@ static int resolve_profile(Config *c, Profile *p) {
                 if (!p->resolved[k].value || mark_copy(&p->resolved[k].origin, &src->origin) < 0)
                         return -ENOMEM;
         }
+        /* irq: placement (with its cpus) and keep_irqbalance_away inherit separately. */
+        r = irq_policy_copy(&p->irq_resolved,
+                            p->irq.placement != IRQ_PLACEMENT_UNSET || !parent ? &p->irq : &parent->irq_resolved);
+        if (r < 0)
+                return r;
+        p->irq_resolved.keep_irqbalance_away = p->irq.keep_irqbalance_away >= 0 ? p->irq.keep_irqbalance_away
+                                               : parent ? parent->irq_resolved.keep_irqbalance_away
+                                                        : -1;
         p->resolved_done = true;
         return 0;
 }
@@ -527,6 +605,7 @@ static int parse_rule(const YNode *n, Rule *rule, Diag *d) {
         int r = 0;
 
         rule->match.rotational = TRI_UNSET;
+        rule->set_irq.keep_irqbalance_away = -1;
         if (mark_copy(&rule->mark, &n->mark) < 0)
                 return -ENOMEM;
         if (!expect_kind(n, YNODE_MAPPING, "rule", d))
@@ -555,12 +634,12 @@ static int parse_rule(const YNode *n, Rule *rule, Diag *d) {
                                 for (size_t j = 0; j < p->value->n_pairs; j++) {
                                         const YPair *s = &p->value->pairs[j];
                                         bool handled;
-                                        int t = parse_knob_sections(s->value, s->key->scalar, rule->set, d, &handled);
+                                        int t = parse_knob_sections(s->value, s->key->scalar, rule->set, &rule->set_irq, d, &handled);
                                         if (t == -ENOMEM)
                                                 return t;
                                         if (!handled) {
-                                                static const char *const sections[] = { "queue" };
-                                                unknown_key(s, "set", sections, 1, d);
+                                                static const char *const sections[] = { "queue", "irq" };
+                                                unknown_key(s, "set", sections, 2, d);
                                                 t = -EINVAL;
                                         }
                                         if (t < 0)
@@ -582,10 +661,13 @@ static int parse_rule(const YNode *n, Rule *rule, Diag *d) {
                 r = diag_add(d, &n->mark, "rule has both 'profile' and 'exclude: true'; choose one");
         else if (!rule->exclude && !rule->profile && r == 0)
                 r = diag_add(d, &n->mark, "rule needs 'profile: NAME' or 'exclude: true'");
-        if (rule->exclude)
+        if (rule->exclude) {
                 for (size_t k = 0; k < _KNOB_MAX; k++)
                         if (rule->set[k].value)
                                 return diag_add(d, &rule->set[k].origin, "an excluding rule cannot 'set' values");
+                if (rule->set_irq.placement != IRQ_PLACEMENT_UNSET)
+                        return diag_add(d, &rule->set_irq.origin, "an excluding rule cannot 'set' values");
+        }
         if (!rule->name && asprintf_safe(&rule->name, "%s:%u", n->mark.file, n->mark.line) < 0)
                 return -ENOMEM;
         return r;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "diag.h"
+#include "irq-placement.h"
 #include "knob.h"
 
 /* One knob value in a profile or rule, with where it was written. */
@@ -21,6 +22,8 @@ typedef struct Profile {
         Mark extends_mark;
         Value knobs[_KNOB_MAX];     /* as written in this file */
         Value resolved[_KNOB_MAX];  /* after `extends:`; origins point at the defining file */
+        IrqPolicy irq;              /* the `irq:` section as written */
+        IrqPolicy irq_resolved;     /* after `extends:` */
         bool resolved_done;
 } Profile;
 
@@ -59,6 +62,7 @@ typedef struct Rule {
         Mark profile_mark;
         bool exclude;
         Value set[_KNOB_MAX];  /* per-rule overrides (`set: { queue: {...} }`) */
+        IrqPolicy set_irq;     /* `set: { irq: {...} }` */
 } Rule;
 
 typedef enum DiscoveryClass {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <json-c/json.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -56,6 +57,11 @@ Manager *manager_free(Manager *m) {
         config_paths_done(&m->paths);
         config_free(m->config);
         plan_done(&m->plan);
+        topology_done(&m->topology);
+        irq_table_done(&m->irqs);
+        irqbalance_done(&m->irqbalance);
+        free(m->our_bans);
+        free(m->irqbalance_state);
         free(m->root);
         free(m->originals_dir);
         free(m->status_path);
@@ -110,6 +116,16 @@ static void manager_write_status(Manager *m) {
         json_object_object_add(d, "conflicts", json_object_new_int((int) m->conflicts));
         json_object_object_add(d, "reload_failures", json_object_new_int((int) m->reload_failures));
         json_object_object_add(d, "last_check_realtime_usec", json_object_new_uint64(m->last_check_usec));
+        {
+                json_object *ib = json_object_new_object(), *bans = json_object_new_array();
+                json_object_object_add(ib, "pid", m->irqbalance.pid ? json_object_new_int(m->irqbalance.pid) : NULL);
+                json_object_object_add(ib, "state", m->irqbalance_state ? json_object_new_string(m->irqbalance_state)
+                                                                        : NULL);
+                for (size_t i = 0; i < m->n_our_bans; i++)
+                        json_object_array_add(bans, json_object_new_int((int) m->our_bans[i]));
+                json_object_object_add(ib, "banned_by_iotuned", bans);
+                json_object_object_add(d, "irqbalance", ib);
+        }
         json_object_object_add(j, "daemon", d);
         text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
         r = write_file_atomic(m->status_path, text, strlen(text));
@@ -157,6 +173,115 @@ static void manager_notify_status(Manager *m, const char *extra) {
         (void) sd_notifyf(false, "STATUS=%s", buf);
 }
 
+/* ---- irqbalance -------------------------------------------------------------- */
+
+static void set_irqbalance_state(Manager *m, const char *fmt, ...) _printf_(2, 3);
+static void set_irqbalance_state(Manager *m, const char *fmt, ...) {
+        char *s = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        free(m->irqbalance_state);
+        m->irqbalance_state = s;
+}
+
+static bool contains(const unsigned *a, size_t n, unsigned v) {
+        for (size_t i = 0; i < n; i++)
+                if (a[i] == v)
+                        return true;
+        return false;
+}
+
+static int add_unique(unsigned **a, size_t *n, unsigned v) {
+        unsigned *x;
+        if (contains(*a, *n, v))
+                return 0;
+        x = realloc(*a, (*n + 1) * sizeof(unsigned));
+        if (!x)
+                return -ENOMEM;
+        *a = x;
+        x[(*n)++] = v;
+        return 0;
+}
+
+/* Ban exactly the vectors we pin (of profiles with keep_irqbalance_away) and
+ * keep every other ban irqbalance has: its "settings ban irqs" replaces the
+ * whole list, so we send (current - ours before) + ours now. A restarted
+ * irqbalance (new PID) lost our bans; they are sent again. stopping: withdraw
+ * ours. Without the socket we still verify and re-assert, and say so. */
+static void manager_sync_irqbalance(Manager *m, bool stopping) {
+        _cleanup_free_ unsigned *want = NULL, *current = NULL, *next = NULL;
+        size_t n_want = 0, n_current = 0, n_next = 0;
+        IrqBalance b = {};
+        bool same;
+        int r;
+
+        for (size_t i = 0; !stopping && i < m->plan.n; i++) {
+                const DevicePlan *p = m->plan.devices[i];
+                if (!p->keep_irqbalance_away || p->excluded || p->error)
+                        continue;
+                for (size_t k = 0; k < p->n_settings; k++) {
+                        const Setting *s = &p->settings[k];
+                        /* Managed vectors are the kernel's; irqbalance cannot move them either. */
+                        if (s->irq >= 0 && s->state != STATE_MANAGED && s->state != STATE_FAILED &&
+                            add_unique(&want, &n_want, (unsigned) s->irq) < 0)
+                                return;
+                }
+        }
+
+        r = irqbalance_find(m->root, &b);
+        if (r < 0) {
+                if (m->irqbalance.pid)
+                        log_info("irqbalance (pid %d) is gone; nothing to ban.", m->irqbalance.pid);
+                irqbalance_done(&m->irqbalance);
+                m->n_our_bans = 0;
+                set_irqbalance_state(m, "not running");
+                return;
+        }
+        if (b.pid != m->irqbalance.pid) {
+                if (m->irqbalance.pid)
+                        log_info("irqbalance restarted (pid %d -> %d): its runtime bans are gone; re-sending ours.",
+                                 m->irqbalance.pid, b.pid);
+                m->n_our_bans = 0;
+        }
+        irqbalance_done(&m->irqbalance);
+        m->irqbalance = b;
+
+        r = irqbalance_get_banned(&m->irqbalance, &current, &n_current);
+        if (r < 0) {
+                set_irqbalance_state(m, "socket %s unusable (%s): IRQs are verified and re-asserted only",
+                                     m->irqbalance.socket_path, strerror(-r));
+                return;
+        }
+        for (size_t i = 0; i < n_current; i++)
+                if (!contains(m->our_bans, m->n_our_bans, current[i]) && add_unique(&next, &n_next, current[i]) < 0)
+                        return;
+        for (size_t i = 0; i < n_want; i++)
+                if (add_unique(&next, &n_next, want[i]) < 0)
+                        return;
+        same = n_next == n_current;
+        for (size_t i = 0; same && i < n_next; i++)
+                same = contains(current, n_current, next[i]);
+        if (!same) {
+                r = irqbalance_set_banned(&m->irqbalance, next, n_next);
+                if (r < 0) {
+                        set_irqbalance_state(m, "socket %s unusable (%s): IRQs are verified and re-asserted only",
+                                             m->irqbalance.socket_path, strerror(-r));
+                        return;
+                }
+                log_info("irqbalance (pid %d): %zu IRQ%s banned by iotuned, %zu ban%s of its own kept.",
+                         m->irqbalance.pid, n_want, n_want == 1 ? "" : "s", n_next - n_want,
+                         n_next - n_want == 1 ? "" : "s");
+        }
+        free(m->our_bans);
+        m->our_bans = TAKE_PTR(want);
+        m->n_our_bans = n_want;
+        set_irqbalance_state(m, "pid %d: %zu IRQ%s banned by iotuned", m->irqbalance.pid, n_want,
+                             n_want == 1 ? "" : "s");
+}
+
 /* ---- tuning ------------------------------------------------------------------- */
 
 static ssize_t plan_index(const Manager *m, const char *name) {
@@ -197,9 +322,10 @@ static int manager_tune_device(Manager *m, Device *d) {
         ssize_t idx;
         int r;
 
-        r = plan_device(m->config, d, &p);
+        r = plan_device(m->config, d, &m->ctx, &p);
         if (r < 0)
                 return r;
+        plan_drop_claimed_irqs(p, m->plan.devices, m->plan.n);
         r = reconcile_device(p, &o);
         if (r == -ENOMEM) {
                 device_plan_free(p);
@@ -251,11 +377,24 @@ static DiscoveryFilter manager_filter(const Manager *m) {
         };
 }
 
+/* Vectors come and go with devices: re-read /proc/interrupts before planning. */
+static void manager_refresh_irqs(Manager *m) {
+        _cleanup_free_ char *path = NULL;
+        IrqTable t = {};
+        if (asprintf_safe(&path, "%s/proc/interrupts", m->root) < 0)
+                return;
+        if (irq_table_load(path, &t) < 0)
+                return; /* keep the previous names */
+        irq_table_done(&m->irqs);
+        m->irqs = t;
+}
+
 static int manager_tune_all(Manager *m) {
         DiscoveryFilter f = manager_filter(m);
         DeviceList l = {};
         int r;
 
+        manager_refresh_irqs(m);
         r = device_enumerate(m->udev, &f, &l);
         if (r < 0)
                 return log_error_errno(r, "Cannot enumerate block devices: %m");
@@ -347,6 +486,7 @@ int manager_check_drift(Manager *m) {
                         s->hold = false;
                 }
         }
+        manager_sync_irqbalance(m, false);
         if (changed || now_usec(CLOCK_REALTIME) - m->last_check_usec >= STATUS_REFRESH_USEC) {
                 m->last_check_usec = now_usec(CLOCK_REALTIME);
                 manager_write_status(m);
@@ -396,6 +536,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
         bool changed = false;
 
         (void) sd_event_source_set_enabled(m->batch_source, SD_EVENT_OFF);
+        manager_refresh_irqs(m);
         for (char **e = batch; e && *e; e++) {
                 char *syspath = strchr(*e, ' ') + 1;
                 const char *action = *e, *name;
@@ -432,6 +573,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
                         log_error_errno(r, "Cannot tune %s: %m", name);
                 changed = true;
         }
+        manager_sync_irqbalance(m, false);
         if (changed) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
@@ -509,26 +651,37 @@ static int manager_load_config(Manager *m, bool reload, Config **ret) {
  * their originals; everything else is simply re-planned. */
 static void restore_dropped_knobs(Manager *m, const DevicePlan *old, const DevicePlan *new) {
         bool drop[_KNOB_MAX] = {}, any = false;
+        _cleanup_free_ int *irqs = calloc(old->n_settings ?: 1, sizeof(int));
+        size_t n_irqs = 0;
         DevicePlan *rp = NULL;
         Device *d = NULL;
 
+        if (!irqs)
+                return;
         for (size_t k = 0; k < old->n_settings; k++) {
-                KnobId id = old->settings[k].knob->id;
+                const Setting *s = &old->settings[k];
                 bool kept = false;
                 for (size_t j = 0; new && !new->excluded && !new->error && j < new->n_settings; j++)
-                        kept = kept || new->settings[j].knob->id == id;
-                if (!kept)
-                        drop[id] = any = true;
+                        kept = kept || (new->settings[j].knob == s->knob && new->settings[j].irq == s->irq);
+                if (kept)
+                        continue;
+                any = true;
+                if (s->irq >= 0)
+                        irqs[n_irqs++] = s->irq;
+                else
+                        drop[s->knob->id] = true;
         }
         if (!any || device_lookup(m->udev, old->device->name, &d) < 0)
                 return;
-        if (restore_knobs(m->originals_dir, d, drop, &rp) < 0)
+        if (restore_knobs(m->originals_dir, m->root, d, drop, irqs, n_irqs, &rp) < 0)
                 return;
         for (size_t k = 0; k < rp->n_settings; k++)
                 if (rp->settings[k].state == STATE_CHANGED)
                         event_setting(EVENT_RESTORE, LOG_INFO, rp, &rp->settings[k],
-                                      "%s: %s no longer tuned by the new configuration; restored %s",
-                                      rp->device->name, rp->settings[k].knob->name, rp->settings[k].observed);
+                                      "%s: %s%s%s no longer tuned by the new configuration; restored %s",
+                                      rp->device->name, rp->settings[k].knob->name,
+                                      rp->settings[k].object ? " of " : "", rp->settings[k].object ?: "",
+                                      rp->settings[k].observed);
         device_plan_free(rp);
 }
 
@@ -562,6 +715,7 @@ static int manager_reload(Manager *m) {
                         keep_runtime(old.devices[i], m->plan.devices[idx]);
         }
         plan_done(&old);
+        manager_sync_irqbalance(m, false);
         (void) arm_drift_timer(m);
         manager_write_status(m);
         manager_notify_status(m, NULL);
@@ -584,7 +738,7 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
 
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping.");
         if (m->config->restore_on_stop) {
-                r = restore_originals(m->udev, m->originals_dir, NULL, &restored, &gone);
+                r = restore_originals(m->udev, m->originals_dir, m->root, NULL, &restored, &gone);
                 if (r < 0)
                         log_error_errno(r, "Cannot restore original values: %m");
                 for (size_t i = 0; i < restored.n; i++)
@@ -603,6 +757,7 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
                 plan_done(&restored);
         } else
                 log_info("restore_on_stop is off: leaving tuned values in place.");
+        manager_sync_irqbalance(m, true);
         (void) unlink(m->status_path);
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
@@ -616,6 +771,10 @@ int manager_start(Manager *m) {
                 (void) sd_notify(false, "STATUS=Invalid configuration; not started (journalctl -u iotuned).");
                 return log_error_errno(r, "Refusing to start: the configuration is invalid.");
         }
+        r = topology_load(&m->topology);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the CPU topology: %m");
+        m->ctx = (PlanContext) { .topology = &m->topology, .irqs = &m->irqs, .proc_root = m->root };
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -642,6 +801,7 @@ int manager_start(Manager *m) {
         r = arm_drift_timer(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot arm the drift timer: %m");
+        manager_sync_irqbalance(m, false);
 
         manager_write_status(m);
         manager_notify_status(m, NULL);

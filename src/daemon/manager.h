@@ -5,6 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "irqbalance.h"
 #include "plan.h"
 
 /* The daemon: one Manager owns the event loop, the udev monitor, the drift timer,
@@ -25,9 +26,19 @@ typedef struct Manager {
         Config *config;
         Plan plan;                       /* one DevicePlan per tuned (or excluded) disk */
 
+        Topology topology;
+        IrqTable irqs;                   /* /proc/interrupts, re-read before each planning */
+        PlanContext ctx;
+
         char *root;                      /* "" or a test root */
         char *originals_dir;
         char *status_path;
+
+        /* irqbalance: the vectors we pin are banned at runtime through its socket */
+        IrqBalance irqbalance;
+        unsigned *our_bans;
+        size_t n_our_bans;
+        char *irqbalance_state;
 
         unsigned drifts_corrected;
         unsigned conflicts;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpuset.h"
 #include "knob.h"
 #include "util.h"
 
@@ -219,6 +220,23 @@ static int resolve_max_sectors(const char *canonical, const KnobFacts *f, char *
         return uint_ret(v, ret);
 }
 
+/* irq_affinity ------------------------------------------------------------------- */
+
+/* Canonical cpulist both ways: the kernel prints "0-3", we may be given "0,1,2,3". */
+static int cpulist_canonical(const char *value, char **ret) {
+        CpuSet s = {};
+        int r = cpuset_parse(value, &s);
+        if (r < 0)
+                return r;
+        if (cpuset_count(&s) == 0) {
+                cpuset_done(&s);
+                return -EINVAL; /* kernel/irq/proc.c: an empty mask is EINVAL */
+        }
+        r = cpuset_format(&s, ret);
+        cpuset_done(&s);
+        return r;
+}
+
 const Knob knob_table[_KNOB_MAX] = {
         [KNOB_SCHEDULER] = {
                 .id = KNOB_SCHEDULER, .name = "scheduler", .section = "queue", .attr = "queue/scheduler",
@@ -282,6 +300,13 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "KiB from 4 upwards, or max (max_hw_sectors_kb)",
                 .summary = "largest request the block layer builds",
                 .parse = parse_max_sectors, .normalize = normalize_trim, .resolve = resolve_max_sectors,
+        },
+        [KNOB_IRQ_AFFINITY] = {
+                .id = KNOB_IRQ_AFFINITY, .name = "irq_affinity", .section = "irq", .attr = "smp_affinity_list",
+                .needs_mq = false,
+                .expected = "a cpulist such as 0-3,8",
+                .summary = "CPUs an interrupt vector may fire on (planned from the profile's irq: placement)",
+                .parse = cpulist_canonical, .normalize = cpulist_canonical, .resolve = resolve_same,
         },
 };
 

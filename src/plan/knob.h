@@ -16,6 +16,7 @@ typedef enum KnobId {
         KNOB_ADD_RANDOM,
         KNOB_IOSTATS,
         KNOB_MAX_SECTORS_KB,
+        KNOB_IRQ_AFFINITY,   /* per interrupt vector: /proc/irq/N/smp_affinity_list */
         _KNOB_MAX,
         _KNOB_INVALID = -1,
 } KnobId;

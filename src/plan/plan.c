@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "cpuset.h"
 #include "plan.h"
 #include "util.h"
 
@@ -20,6 +21,9 @@ const char *setting_state_to_string(SettingState s) {
 }
 
 static void setting_done(Setting *s) {
+        free(s->object);
+        free(s->path);
+        free(s->detail);
         free(s->desired);
         mark_done(&s->origin);
         free(s->effective);
@@ -36,6 +40,7 @@ DevicePlan *device_plan_free(DevicePlan *p) {
         free(p->rule);
         free(p->reason);
         free(p->error);
+        free(p->irq_note);
         for (size_t i = 0; i < p->n_settings; i++)
                 setting_done(&p->settings[i]);
         free(p->settings);
@@ -145,8 +150,14 @@ no:
 /* ---- planning ---------------------------------------------------------------- */
 
 static int add_setting(DevicePlan *p, const Knob *k, const char *desired, const Mark *origin) {
-        Setting *s = &p->settings[p->n_settings];
-        *s = (Setting) { .knob = k, .state = STATE_OK };
+        Setting *s, *n;
+
+        n = realloc(p->settings, (p->n_settings + 1) * sizeof(Setting));
+        if (!n)
+                return -ENOMEM;
+        p->settings = n;
+        s = &p->settings[p->n_settings];
+        *s = (Setting) { .knob = k, .state = STATE_OK, .irq = -1 };
         s->desired = strdup(desired);
         if (!s->desired)
                 return -ENOMEM;
@@ -173,16 +184,103 @@ static int device_plan_new(Device *d, DevicePlan **ret) {
                 return -ENOMEM;
         }
         p->device = d;
-        p->settings = calloc(_KNOB_MAX, sizeof(Setting));
-        if (!p->settings) {
-                device_plan_free(p);
-                return -ENOMEM;
-        }
         *ret = p;
         return 0;
 }
 
-int plan_device(const Config *c, Device *d, DevicePlan **ret) {
+char *irq_attr_path(const char *proc_root, unsigned irq, const char *attr) {
+        char *p = NULL;
+        (void) asprintf_safe(&p, "%s/proc/irq/%u/%s", proc_root ?: "", irq, attr);
+        return p;
+}
+
+static int add_irq_setting(DevicePlan *p, unsigned irq, const char *name, bool managed_predicted,
+                           const char *desired, const Mark *origin, const char *proc_root) {
+        Setting *s;
+        int r = add_setting(p, &knob_table[KNOB_IRQ_AFFINITY], desired, origin);
+        if (r < 0)
+                return r;
+        s = &p->settings[p->n_settings - 1];
+        s->irq = (int) irq;
+        s->managed_predicted = managed_predicted;
+        s->path = irq_attr_path(proc_root, irq, "smp_affinity_list");
+        if (!s->path || asprintf_safe(&s->object, "irq %u (%s)", irq, name ?: "?") < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* Vectors of the disk's PCI function, placed per the policy. */
+static int plan_irqs(DevicePlan *p, const IrqPolicy *pol, const PlanContext *ctx) {
+        IrqVectors v = {};
+        CpuSet *sets = NULL;
+        int r;
+
+        p->irq_placement = pol->placement;
+        p->keep_irqbalance_away = pol->keep_irqbalance_away > 0;
+        if (!ctx || pol->placement == IRQ_PLACEMENT_UNSET || pol->placement == IRQ_PLACEMENT_LEAVE)
+                return 0;
+        r = device_irq_vectors(p->device, ctx->irqs, &v);
+        if (r < 0)
+                return r;
+        if (v.n == 0) {
+                r = asprintf_safe(&p->irq_note, "no IRQs known for %s (%s)", p->device->name,
+                                  v.pci_dir ? "its PCI function lists no msi_irqs or irq" : "not a PCI device");
+                irq_vectors_done(&v);
+                return r;
+        }
+        sets = calloc(v.n, sizeof(CpuSet));
+        if (!sets) {
+                irq_vectors_done(&v);
+                return -ENOMEM;
+        }
+        r = irq_place(ctx->topology, p->device->numa_node, pol, v.items, v.n, p->device->queues,
+                      p->device->n_queues, sets);
+        if (r == -EINVAL)
+                r = asprintf_safe(&p->error, "irq placement cpus '%s' names no online CPU", pol->cpus ?: "");
+        for (size_t i = 0; r >= 0 && !p->error && i < v.n; i++) {
+                _cleanup_free_ char *cpus = NULL;
+                r = cpuset_format(&sets[i], &cpus);
+                if (r >= 0)
+                        r = add_irq_setting(p, v.items[i].irq, v.items[i].name,
+                                            v.items[i].managed == IRQ_MANAGED_PREDICTED, cpus, &pol->origin,
+                                            ctx->proc_root);
+        }
+        for (size_t i = 0; i < v.n; i++)
+                cpuset_done(&sets[i]);
+        free(sets);
+        irq_vectors_done(&v);
+        return r < 0 ? r : 0;
+}
+
+void plan_drop_claimed_irqs(DevicePlan *p, DevicePlan *const *others, size_t n_others) {
+        size_t w = 0;
+        const char *owner = NULL;
+
+        for (size_t i = 0; i < p->n_settings; i++) {
+                Setting *s = &p->settings[i];
+                bool claimed = false;
+                for (size_t o = 0; s->irq >= 0 && o < n_others && !claimed; o++) {
+                        if (others[o] == p || streq(others[o]->device->name, p->device->name))
+                                continue; /* itself, or its own previous plan */
+                        for (size_t k = 0; k < others[o]->n_settings && !claimed; k++)
+                                if (others[o]->settings[k].irq == s->irq) {
+                                        claimed = true;
+                                        owner = others[o]->device->name;
+                                }
+                }
+                if (claimed) {
+                        setting_done(s);
+                        continue;
+                }
+                p->settings[w++] = *s;
+        }
+        p->n_settings = w;
+        if (owner && !p->irq_note)
+                (void) asprintf_safe(&p->irq_note, "its interrupt vectors are shared with %s and planned there",
+                                     owner);
+}
+
+int plan_device(const Config *c, Device *d, const PlanContext *ctx, DevicePlan **ret) {
         _cleanup_(device_plan_freep) DevicePlan *p = NULL;
         const Rule *rule = NULL;
         const Profile *prof;
@@ -248,11 +346,16 @@ int plan_device(const Config *c, Device *d, DevicePlan **ret) {
                 if (r < 0)
                         return r;
         }
+        r = plan_irqs(p, rule && rule->set_irq.placement != IRQ_PLACEMENT_UNSET ? &rule->set_irq : &prof->irq_resolved,
+                      ctx);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(p);
         return 0;
 }
 
-int plan_device_from_values(Device *d, const char *label, char *const values[_KNOB_MAX], DevicePlan **ret) {
+int plan_device_from_values(Device *d, const char *label, char *const values[_KNOB_MAX], char *const *irq_values,
+                            const char *proc_root, DevicePlan **ret) {
         _cleanup_(device_plan_freep) DevicePlan *p = NULL;
         int r = device_plan_new(d, &p);
         if (r < 0)
@@ -267,11 +370,21 @@ int plan_device_from_values(Device *d, const char *label, char *const values[_KN
                         if (r < 0)
                                 return r;
                 }
+        for (char *const *iv = irq_values; iv && *iv; iv++) {
+                const char *eq = strchr(*iv, '=');
+                unsigned irq;
+                _cleanup_free_ char *num = eq ? strndup(*iv, eq - *iv) : NULL;
+                if (!num || safe_atou(num, &irq) < 0)
+                        continue; /* a damaged record entry: nothing to restore */
+                r = add_irq_setting(p, irq, NULL, false, eq + 1, NULL, proc_root);
+                if (r < 0)
+                        return r;
+        }
         *ret = TAKE_PTR(p);
         return 0;
 }
 
-int plan_build(const Config *c, DeviceList *l, Plan *ret) {
+int plan_build(const Config *c, DeviceList *l, const PlanContext *ctx, Plan *ret) {
         Plan p = {};
         int r;
 
@@ -279,12 +392,13 @@ int plan_build(const Config *c, DeviceList *l, Plan *ret) {
         if (!p.devices)
                 return -ENOMEM;
         for (size_t i = 0; i < l->n; i++) {
-                r = plan_device(c, TAKE_PTR(l->items[i]), &p.devices[p.n]);
+                r = plan_device(c, TAKE_PTR(l->items[i]), ctx, &p.devices[p.n]);
                 if (r < 0) {
                         plan_done(&p);
                         device_list_done(l);
                         return r;
                 }
+                plan_drop_claimed_irqs(p.devices[p.n], p.devices, p.n);
                 p.n++;
         }
         device_list_done(l);

@@ -5,7 +5,9 @@
 
 #include "config.h"
 #include "device.h"
+#include "irq.h"
 #include "knob.h"
+#include "topology.h"
 
 /* The states of DESIGN.md. `changed` in a dry run means "would change". */
 typedef enum SettingState {
@@ -31,11 +33,17 @@ typedef struct SettingRuntime {
         unsigned backoff_level;      /* within one conflict episode, each new hold doubles */
         bool conflict;               /* in a conflict episode (reported once) */
         SettingState last_reported;  /* to log failures once, not every tick */
+        bool managed;                /* an affinity write was refused: kernel-managed, never retried */
 } SettingRuntime;
 
-/* One knob on one object. */
+/* One knob on one object: the disk's queue, or one of its interrupt vectors. */
 typedef struct Setting {
         const Knob *knob;
+        char *object;       /* NULL: the disk itself; "irq 26 (nvme0q1)" for a vector */
+        char *path;         /* attribute file; NULL: <disk syspath>/<knob->attr> */
+        int irq;            /* the vector, -1 for queue knobs */
+        bool managed_predicted; /* the driver manages this vector's affinity (irq_classify) */
+        char *detail;       /* e.g. the vector's effective_affinity_list */
         char *desired;      /* canonical config value: "max", "-1", "none" */
         Mark origin;        /* where `desired` was written */
         char *effective;    /* in the kernel's terms (clamped, rounded); set by reconcile */
@@ -55,8 +63,11 @@ typedef struct DevicePlan {
         char *reason;       /* why that rule matched */
         bool excluded;
         char *error;        /* device-level problem (e.g. IOTUNED_PROFILE names no profile) */
-        Setting *settings;  /* in knob-table (= write) order */
+        Setting *settings;  /* queue knobs in knob-table (= write) order, then IRQ vectors */
         size_t n_settings;
+        IrqPlacement irq_placement;   /* LEAVE/UNSET: no vectors planned */
+        bool keep_irqbalance_away;
+        char *irq_note;     /* why no vectors were planned, when there is a reason to say */
 } DevicePlan;
 
 DevicePlan *device_plan_free(DevicePlan *p);
@@ -72,15 +83,31 @@ void plan_done(Plan *p);
 /* Does `rule` match `d`? *ret_why says which condition decided it. */
 bool rule_matches(const Rule *rule, const Device *d, char **ret_why);
 
+/* What planning IRQ placement needs from the machine. NULL: plan queue knobs only. */
+typedef struct PlanContext {
+        const Topology *topology;
+        const IrqTable *irqs;     /* /proc/interrupts */
+        const char *proc_root;    /* "" or a test root: <proc_root>/proc/irq/N/... */
+} PlanContext;
+
 /* Plan one device; takes ownership of `d` (also on failure). */
-int plan_device(const Config *c, Device *d, DevicePlan **ret);
+int plan_device(const Config *c, Device *d, const PlanContext *ctx, DevicePlan **ret);
 
-/* Plan all devices of `l`; moves them out of `l`. */
-int plan_build(const Config *c, DeviceList *l, Plan *ret);
+/* Plan all devices of `l`; moves them out of `l`. A vector shared by several disks
+ * of one PCI function (NVMe namespaces, AHCI ports) is planned once, with the
+ * first of them. */
+int plan_build(const Config *c, DeviceList *l, const PlanContext *ctx, Plan *ret);
 
-/* A plan whose desired values are given per knob (NULL = leave), e.g. recorded
- * originals for restore. Takes ownership of `d`. */
-int plan_device_from_values(Device *d, const char *label, char *const values[_KNOB_MAX], DevicePlan **ret);
+/* Drop from `p` the vectors that one of `others` already plans. */
+void plan_drop_claimed_irqs(DevicePlan *p, DevicePlan *const *others, size_t n_others);
+
+/* A plan whose desired values are given per knob (NULL = leave) and per vector
+ * ("IRQ=cpulist" strings), e.g. recorded originals for restore. Takes ownership of `d`. */
+int plan_device_from_values(Device *d, const char *label, char *const values[_KNOB_MAX], char *const *irq_values,
+                            const char *proc_root, DevicePlan **ret);
+
+/* "/proc/irq/N/<attr>" under proc_root. */
+char *irq_attr_path(const char *proc_root, unsigned irq, const char *attr);
 
 /* Summary counts over a plan: settings per state, devices tuned, ... */
 void plan_count_states(const Plan *p, unsigned counts[_STATE_MAX]);

@@ -38,7 +38,7 @@ static Device *dev(const char *name, const char *transport, bool rotational, boo
 
 static DevicePlan *plan_of(const Config *c, Device *d) {
         DevicePlan *p = NULL;
-        return plan_device(c, d, &p) < 0 ? NULL : p;
+        return plan_device(c, d, NULL, &p) < 0 ? NULL : p;
 }
 
 static const Setting *setting(const DevicePlan *p, KnobId k) {

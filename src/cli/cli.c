@@ -144,6 +144,48 @@ static int collect_devices(Cli *c, const Config *cfg, char **names, DeviceList *
         return EXIT_OK;
 }
 
+/* Plan the named devices (all when none are named). Named devices are planned
+ * within the plan of every disk, so that a vector shared by several disks of one
+ * PCI function is planned with the same disk whichever is named. */
+static int plan_named(Cli *c, const Config *cfg, char **names, DeviceList *named, Plan *ret) {
+        DiscoveryFilter f = filter_from_config(cfg);
+        DeviceList all = {};
+        Plan full = {}, p = {};
+        int r;
+
+        if (strv_length(names) == 0)
+                return plan_build(cfg, named, &c->ctx, ret);
+
+        r = device_enumerate(c->udev, &f, &all);
+        if (r >= 0)
+                r = plan_build(cfg, &all, &c->ctx, &full);
+        if (r >= 0) {
+                p.devices = calloc(named->n ?: 1, sizeof(DevicePlan *));
+                if (!p.devices)
+                        r = -ENOMEM;
+        }
+        for (size_t i = 0; r >= 0 && i < named->n; i++) {
+                Device *d = TAKE_PTR(named->items[i]);
+                r = plan_device(cfg, d, &c->ctx, &p.devices[p.n]);
+                if (r < 0)
+                        break;
+                /* Vectors already planned with a disk that sorts before this one go there. */
+                for (size_t j = 0; j < full.n; j++)
+                        if (strverscmp(full.devices[j]->device->name, p.devices[p.n]->device->name) < 0)
+                                plan_drop_claimed_irqs(p.devices[p.n], &full.devices[j], 1);
+                p.n++;
+        }
+        device_list_done(&all);
+        device_list_done(named);
+        plan_done(&full);
+        if (r < 0) {
+                plan_done(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
 static bool plan_has_state(const Plan *p, SettingState st) {
         for (size_t i = 0; i < p->n; i++) {
                 if (st == STATE_FAILED && p->devices[i]->error)
@@ -182,7 +224,7 @@ static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *
         ex = collect_devices(c, cfg, devices, &devs);
         if (ex != EXIT_OK)
                 return ex;
-        r = plan_build(cfg, &devs, &c->ctx, &plan);
+        r = plan_named(c, cfg, devices, &devs, &plan);
         if (r >= 0)
                 r = reconcile_plan(&plan, &o);
         if (r < 0) {
@@ -259,12 +301,28 @@ int cli_explain(Cli *c, const char *name) {
         ex = load_config(c, &cfg);
         if (ex != EXIT_OK)
                 return ex;
+        char *names[] = { (char *) name, NULL };
+        DeviceList named = {};
+        Plan pl = {};
+
         r = device_lookup(c->udev, name, &dev);
         if (r < 0)
                 return lookup_error(name, r);
-        r = plan_device(cfg, dev, &c->ctx, &dp);
-        if (r >= 0)
+        named.items = calloc(1, sizeof(Device *));
+        if (!named.items) {
+                device_free(dev);
+                return log_oom(), EXIT_FAILED;
+        }
+        named.items[0] = dev;
+        named.n = 1;
+        r = plan_named(c, cfg, names, &named, &pl);
+        if (r >= 0) {
+                dp = pl.devices[0];
+                pl.devices[0] = NULL;
+                pl.n = 0;
+                plan_done(&pl);
                 r = reconcile_device(dp, &o);
+        }
         if (r < 0)
                 return log_error_errno(r, "Cannot plan %s: %m", name), EXIT_FAILED;
         d = dp->device;

@@ -165,6 +165,74 @@ class CliTest(unittest.TestCase):
         self.assertEqual(s["rq_affinity"]["state"], "changed")
         self.run_cli("verify")
 
+    # -- IRQ placement -----------------------------------------------------
+    def fake_proc(self, vectors):
+        """A /proc under --root: /proc/interrupts naming each vector, and its
+        /proc/irq/N/{smp,effective}_affinity_list files."""
+        lines = ["           CPU0       CPU1       "]
+        for irq, name in vectors.items():
+            lines.append(f" {irq}:          0          0   PCI-MSIX-0000:01:00.0   0-edge      {name}")
+            d = os.path.join(self.root, "proc/irq", str(irq))
+            os.makedirs(d, exist_ok=True)
+            for f in ("smp_affinity_list", "effective_affinity_list"):
+                with open(os.path.join(d, f), "w") as fh:
+                    fh.write("0-1\n")
+        with open(os.path.join(self.root, "proc/interrupts"), "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+
+    def irq_file(self, irq):
+        with open(os.path.join(self.root, "proc/irq", str(irq), "smp_affinity_list")) as fh:
+            return fh.read().strip()
+
+    def test_irq_queue_local_plan_apply_restore(self):
+        self.bed.nvme(0, irqs=[40, 41, 42])
+        self.fake_proc({40: "nvme0q0", 41: "nvme0q1", 42: "nvme0q2"})
+        doc = self.json_of("plan")
+        vec = {s["irq"]: s for s in doc["devices"][0]["settings"] if s["knob"] == "irq_affinity"}
+        self.assertEqual(sorted(vec), [40, 41, 42])
+        self.assertEqual(vec[40]["object"], "irq 40 (nvme0q0)")
+        # admin vector: no queue, the device's node (none here: every allowed CPU)
+        self.assertEqual(vec[40]["state"], "ok")
+        # I/O vectors are kernel-managed: a state, never a change, in a dry run
+        self.assertEqual((vec[41]["effective"], vec[41]["state"]), ("0", "managed"))
+        self.assertEqual((vec[42]["effective"], vec[42]["state"]), ("1", "managed"))
+        self.assertIn("isolcpus=managed_irq", vec[41]["note"])
+        self.assertEqual(vec[41]["origin"]["file"], "<builtin>/profiles/latency.yaml")
+
+        # fixture files accept writes, so apply pins them; verify then reports managed, not drift
+        self.run_cli("apply")
+        self.assertEqual([self.irq_file(i) for i in (40, 41, 42)], ["0-1", "0", "1"])
+        self.run_cli("verify")
+        with open(os.path.join(self.root, "run/iotuned/originals/nvme0n1.json")) as fh:
+            self.assertEqual(json.load(fh)["irqs"], {"40": "0-1", "41": "0-1", "42": "0-1"})
+        self.run_cli("restore")
+        self.assertEqual([self.irq_file(i) for i in (40, 41, 42)], ["0-1", "0-1", "0-1"])
+
+    def test_irq_explicit_cpus_and_shared_vectors(self):
+        self.bed.nvme(0, namespaces=2, irqs=[50, 51])
+        self.fake_proc({50: "nvme0q0", 51: "nvme0q1"})
+        self.write_conf("profiles/pinned.yaml", "extends: latency\nirq:\n  cpus: \"1\"\n")
+        self.write_conf("iotuned.yaml.d/50-pin.yaml", "rules:\n  - match: { kernel: 'nvme0*' }\n    profile: pinned\n")
+        doc = self.json_of("plan")
+        devs = self.by_device(doc)
+        first = [s for s in devs["nvme0n1"]["settings"] if s["knob"] == "irq_affinity"]
+        second = [s for s in devs["nvme0n2"]["settings"] if s["knob"] == "irq_affinity"]
+        # both namespaces share the controller's vectors: planned once, with nvme0n1
+        self.assertEqual([(s["irq"], s["effective"]) for s in first], [(50, "1"), (51, "1")])
+        self.assertEqual(second, [])
+        self.run_cli("apply")
+        self.assertEqual(self.irq_file(50), "1")
+        out = self.run_cli("explain", "nvme0n2").stdout
+        self.assertIn("IRQ placement: cpus, irqbalance kept away from pinned vectors; its interrupt vectors are "
+                      "shared with nvme0n1 and planned there", out)
+
+    def test_no_irqs_known_is_not_an_error(self):
+        self.bed.nvme(0)  # no msi_irqs at all
+        doc = self.json_of("plan")
+        self.assertEqual([s for s in doc["devices"][0]["settings"] if s["knob"] == "irq_affinity"], [])
+        self.assertIn("IRQ placement: queue-local, irqbalance kept away from pinned vectors; no IRQs known for nvme0n1",
+                      self.run_cli("explain", "nvme0n1").stdout)
+
     # -- configuration -----------------------------------------------------
     def test_invalid_config_applies_nothing(self):
         self.standard_set()

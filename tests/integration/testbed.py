@@ -72,9 +72,11 @@ class Testbed:
         return self.add("block", name, parent, attrs, p)
 
     def nvme(self, ctrl_index, namespaces=1, numa_node="-1", model="QEMU NVMe Ctrl", transport="pcie",
-             props=None, **queue):
-        pci = self.add("pci", f"0000:0{ctrl_index + 1}:00.0", None,
-                       {"numa_node": numa_node, "local_cpulist": "0-1"}, {})
+             props=None, irqs=None, **queue):
+        pci_attrs = {"numa_node": numa_node, "local_cpulist": "0-1"}
+        for irq in irqs or []:
+            pci_attrs[f"msi_irqs/{irq}"] = "msix"
+        pci = self.add("pci", f"0000:0{ctrl_index + 1}:00.0", None, pci_attrs, {})
         ctrl = self.add("nvme", f"nvme{ctrl_index}", pci,
                         {"model": model + "   ", "serial": f"SER{ctrl_index}", "firmware_rev": "8.0.0 ",
                          "transport": transport}, {})

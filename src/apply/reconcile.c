@@ -63,12 +63,12 @@ static bool is_managed_refusal(int r) {
 /* For a vector: where it actually fires, for the report. */
 static void read_effective_affinity(Setting *s) {
         _cleanup_free_ char *p = NULL, *raw = NULL;
-        char *slash;
+        const char *slash;
         free(s->detail);
         s->detail = NULL;
-        if (!s->path || !(p = strdup(s->path)) || !(slash = strrchr(p, '/')))
+        if (!s->path || !(slash = strrchr(s->path, '/')) ||
+            asprintf_safe(&p, "%.*s/effective_affinity_list", (int) (slash - s->path), s->path) < 0)
                 return;
-        strcpy(slash + 1, "effective_affinity_list");
         if (read_attr(p, &raw) == 0 && s->knob->normalize(raw, &s->detail) < 0)
                 s->detail = NULL;
 }

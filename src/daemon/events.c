@@ -72,7 +72,7 @@ static void free_fields(char **f, size_t n) {
 
 void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
-        char *f[9];
+        char *f[10];
         va_list ap;
 
         va_start(ap, fmt);
@@ -85,6 +85,7 @@ void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting
         f[1] = field("PROFILE", p->profile);
         f[2] = field("RULE", p->rule);
         f[3] = field("KNOB", s->knob->name);
+        f[9] = s->irq >= 0 ? field("IRQ", setting_label(s)) : NULL;
         f[4] = field("DESIRED", s->effective ?: s->desired);
         f[5] = field("OBSERVED", s->observed);
         f[6] = field("PREVIOUS", s->previous);
@@ -150,12 +151,12 @@ void event_log_tuned(const DevicePlan *p) {
                 counts[s->state]++;
                 if (s->state == STATE_CHANGED)
                         event_setting(EVENT_TUNED, LOG_INFO, p, s, "%s: %s %s -> %s (profile %s)", p->device->name,
-                                      s->knob->name, s->previous ?: "?", s->observed, p->profile);
+                                      setting_label(s), s->previous ?: "?", s->observed, p->profile);
                 else if (s->state == STATE_UNSUPPORTED)
                         event_setting(EVENT_UNSUPPORTED, LOG_NOTICE, p, s, "%s: %s not supported: %s",
-                                      p->device->name, s->knob->name, s->note ?: "");
+                                      p->device->name, setting_label(s), s->note ?: "");
                 else if (s->state == STATE_FAILED)
-                        event_setting(EVENT_FAILED, LOG_WARNING, p, s, "%s: %s: %s", p->device->name, s->knob->name,
+                        event_setting(EVENT_FAILED, LOG_WARNING, p, s, "%s: %s: %s", p->device->name, setting_label(s),
                                       s->note ?: "failed");
         }
         event_device(EVENT_TUNED, counts[STATE_FAILED] ? LOG_WARNING : LOG_INFO, p,

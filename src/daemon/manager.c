@@ -241,11 +241,12 @@ static void manager_sync_irqbalance(Manager *m, bool stopping) {
                 return;
         }
         if (b.pid != m->irqbalance.pid) {
-                if (m->irqbalance.pid)
+                if (m->irqbalance_last_pid && m->irqbalance_last_pid != b.pid)
                         log_info("irqbalance restarted (pid %d -> %d): its runtime bans are gone; re-sending ours.",
-                                 m->irqbalance.pid, b.pid);
+                                 m->irqbalance_last_pid, b.pid);
                 m->n_our_bans = 0;
         }
+        m->irqbalance_last_pid = b.pid;
         irqbalance_done(&m->irqbalance);
         m->irqbalance = b;
 
@@ -422,7 +423,7 @@ static void note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now) {
         }
         rt->window_drifts++;
         event_setting(EVENT_DRIFT, LOG_NOTICE, p, s, "%s: %s drifted to %s (desired %s); put back", p->device->name,
-                      s->knob->name, s->previous ?: "?", s->effective);
+                      setting_label(s), s->previous ?: "?", s->effective);
 
         if (rt->window_drifts >= CONFLICT_DRIFTS) {
                 uint64_t hold = BACKOFF_BASE_USEC << MIN(rt->backoff_level, 7u);
@@ -438,11 +439,11 @@ static void note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now) {
                                       "%s: %s keeps being changed back to %s (%u times in %llu s); not writing it for "
                                       "%llu s. Another tuning agent (TuneD, a udev rule, a boot script, irqbalance) "
                                       "is fighting iotuned: remove one of them, or exclude the device in iotuned.yaml",
-                                      p->device->name, s->knob->name, s->previous ?: "?", CONFLICT_DRIFTS,
+                                      p->device->name, setting_label(s), s->previous ?: "?", CONFLICT_DRIFTS,
                                       (unsigned long long) (CONFLICT_WINDOW_USEC / USEC_PER_SEC),
                                       (unsigned long long) (hold / USEC_PER_SEC));
                 } else
-                        log_debug("%s %s: still in conflict, holding %llu s", p->device->name, s->knob->name,
+                        log_debug("%s %s: still in conflict, holding %llu s", p->device->name, setting_label(s),
                                   (unsigned long long) (hold / USEC_PER_SEC));
         }
 }
@@ -478,7 +479,7 @@ int manager_check_drift(Manager *m) {
                                 changed = true;
                         } else if (s->state == STATE_FAILED && s->rt.last_reported != STATE_FAILED) {
                                 event_setting(EVENT_FAILED, LOG_WARNING, p, s, "%s: %s: %s", p->device->name,
-                                              s->knob->name, s->note ?: "failed");
+                                              setting_label(s), s->note ?: "failed");
                                 changed = true;
                         } else if (s->state != s->rt.last_reported)
                                 changed = true;
@@ -679,8 +680,7 @@ static void restore_dropped_knobs(Manager *m, const DevicePlan *old, const Devic
                 if (rp->settings[k].state == STATE_CHANGED)
                         event_setting(EVENT_RESTORE, LOG_INFO, rp, &rp->settings[k],
                                       "%s: %s%s%s no longer tuned by the new configuration; restored %s",
-                                      rp->device->name, rp->settings[k].knob->name,
-                                      rp->settings[k].object ? " of " : "", rp->settings[k].object ?: "",
+                                      rp->device->name, setting_label(&rp->settings[k]), "", "",
                                       rp->settings[k].observed);
         device_plan_free(rp);
 }
@@ -747,11 +747,11 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
                                 if (st->state == STATE_CHANGED)
                                         event_setting(EVENT_RESTORE, LOG_INFO, restored.devices[i], st,
                                                       "%s: %s restored to %s", restored.devices[i]->device->name,
-                                                      st->knob->name, st->observed);
+                                                      setting_label(st), st->observed);
                                 else if (st->state == STATE_FAILED)
                                         event_setting(EVENT_FAILED, LOG_WARNING, restored.devices[i], st,
                                                       "%s: %s could not be restored: %s",
-                                                      restored.devices[i]->device->name, st->knob->name,
+                                                      restored.devices[i]->device->name, setting_label(st),
                                                       st->note ?: "failed");
                         }
                 plan_done(&restored);

@@ -39,6 +39,7 @@ typedef struct Manager {
         unsigned *our_bans;
         size_t n_our_bans;
         char *irqbalance_state;
+        int irqbalance_last_pid;         /* survives "gone", to recognise a restart */
 
         unsigned drifts_corrected;
         unsigned conflicts;

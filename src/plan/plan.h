@@ -109,5 +109,10 @@ int plan_device_from_values(Device *d, const char *label, char *const values[_KN
 /* "/proc/irq/N/<attr>" under proc_root. */
 char *irq_attr_path(const char *proc_root, unsigned irq, const char *attr);
 
+/* For messages: the knob name, or "irq 26 (nvme0q1)" for a vector. */
+static inline const char *setting_label(const Setting *s) {
+        return s->object ?: s->knob->name;
+}
+
 /* Summary counts over a plan: settings per state, devices tuned, ... */
 void plan_count_states(const Plan *p, unsigned counts[_STATE_MAX]);

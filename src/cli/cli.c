@@ -585,6 +585,11 @@ int cli_status(Cli *c) {
                 printf(", %d drift%s corrected", json_object_get_int(v), json_object_get_int(v) == 1 ? "" : "s");
         if (json_object_object_get_ex(daemon, "conflicts", &v) && json_object_get_int(v))
                 printf(", %d conflict%s", json_object_get_int(v), json_object_get_int(v) == 1 ? "" : "s");
+        {
+                json_object *ib = json_object_object_get(daemon, "irqbalance"), *st;
+                if (ib && json_object_object_get_ex(ib, "state", &st) && st)
+                        printf("\nirqbalance: %s", json_object_get_string(st));
+        }
         printf("\n\n%-12s %-12s %-16s %-40s %s\n", "DEVICE", "PROFILE", "RULE", "SETTINGS", "DRIFTS");
         for (size_t i = 0; i < json_object_array_length(devs); i++) {
                 json_object *d = json_object_array_get_idx(devs, i), *settings = NULL, *f;

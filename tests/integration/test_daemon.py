@@ -12,6 +12,9 @@ import json
 import os
 import shutil
 import signal
+import socket
+import struct
+import threading
 import subprocess
 import sys
 import tempfile
@@ -32,6 +35,49 @@ def wait_for(pred, timeout=10.0, what="condition"):
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+class FakeIrqbalance(threading.Thread):
+    """irqbalance's control socket as 1.9 implements it: one command per
+    connection, SCM_CREDENTIALS required (uid 0), "setup" answers the ban list,
+    "settings ban irqs ..." replaces it (NONE empties it)."""
+
+    def __init__(self, root, banned):
+        super().__init__(daemon=True)
+        d = os.path.join(root, "run/irqbalance")
+        os.makedirs(d, exist_ok=True)
+        # The daemon checks /proc/<pid> exists: use our own, live PID.
+        self.path = os.path.join(d, f"irqbalance{os.getpid()}.sock")
+        self.banned = list(banned)
+        self.commands = []
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.sock.bind(self.path)
+        self.sock.listen(8)
+
+    def run(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                msg, anc, _, _ = conn.recvmsg(4096, socket.CMSG_SPACE(12))
+                creds = [struct.unpack("3i", data[:12]) for lvl, typ, data in anc
+                         if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS]
+                if not creds or creds[0][1] != 0:
+                    continue  # irqbalance drops senders that are not root
+                cmd = msg.decode()
+                self.commands.append(cmd)
+                if cmd == "setup":
+                    irqs = "".join(f"IRQ {i} LOAD 0 DIFF 0 CLASS 0 " for i in self.banned)
+                    conn.sendall(f"SLEEP 10 {irqs}BANNED 00000000".encode())
+                elif cmd.startswith("settings ban irqs "):
+                    rest = cmd[len("settings ban irqs "):].split()
+                    self.banned = [] if rest == ["NONE"] else [int(x) for x in rest]
+
+    def stop(self):
+        self.sock.close()
 
 
 class DaemonTest(unittest.TestCase):
@@ -190,6 +236,50 @@ class DaemonTest(unittest.TestCase):
         wait_for(lambda: self.status()["devices"][0]["rule"] == "IOTUNED_PROFILE", what="re-planned on change")
         self.assertEqual(self.bed.read("nvme0n1", "queue/read_ahead_kb"), "4096")
         self.assertEqual(self.bed.read("nvme0n1", "queue/add_random"), "1")
+        self.stop()
+
+    def test_irqbalance_bans_merged_and_withdrawn(self):
+        self.bed.nvme(0, irqs=[40, 41])
+        os.makedirs(os.path.join(self.root, "proc"), exist_ok=True)
+        with open(os.path.join(self.root, "proc/interrupts"), "w") as f:
+            f.write("           CPU0       CPU1\n"
+                    " 40:  0  0  PCI-MSIX-0000:01:00.0   0-edge      nvme0q0\n"
+                    " 41:  0  0  PCI-MSIX-0000:01:00.0   1-edge      nvme0q1\n")
+        for irq in (40, 41):
+            d = os.path.join(self.root, f"proc/irq/{irq}")
+            os.makedirs(d)
+            for name in ("smp_affinity_list", "effective_affinity_list"):
+                with open(os.path.join(d, name), "w") as f:
+                    f.write("0-1\n")
+        fake = FakeIrqbalance(self.root, banned=[99])  # an admin's --banirq=99
+        fake.start()
+        try:
+            self.start()
+            # only the pinned, unmanaged admin vector is ours to ban; 99 is kept
+            wait_for(lambda: sorted(fake.banned) == [40, 99], what="ban list merged")
+            ib = self.status()["daemon"]["irqbalance"]
+            self.assertEqual((ib["pid"], ib["banned_by_iotuned"]), (os.getpid(), [40]))
+            self.assertIn(f"irqbalance: pid {os.getpid()}: 1 IRQ banned by iotuned", self.ctl("status").stdout)
+            # irqbalance restarted (here: forgot its runtime bans): they come back
+            fake.banned = [99]
+            wait_for(lambda: sorted(fake.banned) == [40, 99], what="bans re-sent")
+            self.stop()
+            self.assertEqual(fake.banned, [99])
+            self.assertTrue(all(c == "setup" or c.startswith("settings ban irqs ") for c in fake.commands))
+        finally:
+            fake.stop()
+
+    def test_irqbalance_socket_unusable_is_reported(self):
+        self.bed.nvme(0)
+        d = os.path.join(self.root, "run/irqbalance")
+        os.makedirs(d)
+        # a socket file nobody listens on
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(os.path.join(d, f"irqbalance{os.getpid()}.sock"))
+        s.close()
+        self.start()
+        st = self.status()["daemon"]["irqbalance"]["state"]
+        self.assertRegex(st, r"unusable .*: IRQs are verified and re-asserted only")
         self.stop()
 
     def test_invalid_config_refuses_to_start(self):

@@ -223,7 +223,9 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         free(s->previous);
                         s->previous = NULL;
                         read_effective_affinity(s);
-                        set_managed(s, r == -EIO ? "write refused with EIO" : "write refused with EPERM");
+                        set_managed(s, r == -EIO     ? "write refused with EIO"
+                                       : r == -EPERM ? "write refused with EPERM"
+                                                     : "write refused with EACCES");
                 } else if (s->irq >= 0 && r == -EROFS)
                         set_state(s, STATE_FAILED, r,
                                   "/proc/irq is read-only here (ProtectKernelTunables= in the unit?)");

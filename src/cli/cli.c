@@ -631,13 +631,15 @@ int cli_status(Cli *c) {
                         json_object *e = json_object_array_get_idx(settings, k);
                         const char *state = json_object_get_string(json_object_object_get(e, "state"));
                         const char *note;
-                        if (!state || streq(state, "ok") || streq(state, "changed") || streq(state, "unsupported"))
+                        if (!state || streq(state, "ok") || streq(state, "changed") || streq(state, "unsupported") ||
+                            streq(state, "managed"))
                                 continue;
                         f = json_object_object_get(e, "note");
                         note = f ? json_object_get_string(f) : NULL;
+                        json_object *obj = json_object_object_get(e, "object");
                         printf("  %s %s: %s (desired %s, observed %s)%s%s\n",
                                json_object_get_string(json_object_object_get(d, "device")),
-                               json_object_get_string(json_object_object_get(e, "knob")), state,
+                               json_object_get_string(obj ?: json_object_object_get(e, "knob")), state,
                                json_object_get_string(json_object_object_get(e, "effective")),
                                json_object_get_string(json_object_object_get(e, "observed")), note ? ": " : "",
                                note ?: "");

@@ -665,8 +665,8 @@ static int parse_rule(const YNode *n, Rule *rule, Diag *d) {
                 for (size_t k = 0; k < _KNOB_MAX; k++)
                         if (rule->set[k].value)
                                 return diag_add(d, &rule->set[k].origin, "an excluding rule cannot 'set' values");
-                if (rule->set_irq.placement != IRQ_PLACEMENT_UNSET)
-                        return diag_add(d, &rule->set_irq.origin, "an excluding rule cannot 'set' values");
+                if (rule->set_irq.placement != IRQ_PLACEMENT_UNSET || rule->set_irq.keep_irqbalance_away >= 0)
+                        return diag_add(d, &n->mark, "an excluding rule cannot 'set' values");
         }
         if (!rule->name && asprintf_safe(&rule->name, "%s:%u", n->mark.file, n->mark.line) < 0)
                 return -ENOMEM;

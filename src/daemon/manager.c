@@ -305,7 +305,8 @@ static void restore_dropped_knobs(Manager *m, const DevicePlan *old, const Devic
 static void keep_runtime(const DevicePlan *old, DevicePlan *new) {
         for (size_t a = 0; a < old->n_settings; a++)
                 for (size_t b = 0; b < new->n_settings; b++)
-                        if (old->settings[a].knob == new->settings[b].knob) {
+                        if (old->settings[a].knob == new->settings[b].knob &&
+                            old->settings[a].irq == new->settings[b].irq) {
                                 SettingRuntime keep = old->settings[a].rt;
                                 if (new->settings[b].rt.last_change_usec)
                                         keep.last_change_usec = new->settings[b].rt.last_change_usec;

@@ -346,10 +346,20 @@ int plan_device(const Config *c, Device *d, const PlanContext *ctx, DevicePlan *
                 if (r < 0)
                         return r;
         }
-        r = plan_irqs(p, rule && rule->set_irq.placement != IRQ_PLACEMENT_UNSET ? &rule->set_irq : &prof->irq_resolved,
-                      ctx);
-        if (r < 0)
-                return r;
+        {
+                /* A rule's `set: { irq: ... }` overrides the profile field by field. */
+                IrqPolicy pol = prof->irq_resolved;
+                if (rule && rule->set_irq.placement != IRQ_PLACEMENT_UNSET) {
+                        pol.placement = rule->set_irq.placement;
+                        pol.cpus = rule->set_irq.cpus;
+                        pol.origin = rule->set_irq.origin;
+                }
+                if (rule && rule->set_irq.keep_irqbalance_away >= 0)
+                        pol.keep_irqbalance_away = rule->set_irq.keep_irqbalance_away;
+                r = plan_irqs(p, &pol, ctx);
+                if (r < 0)
+                        return r;
+        }
         *ret = TAKE_PTR(p);
         return 0;
 }

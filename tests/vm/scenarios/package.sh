@@ -20,6 +20,9 @@ main_pid() { systemctl show -P MainPID iotuned.service; }
 
 scenario_setup() {
 	assert_ok udevadm settle --timeout=60
+	# The host root is a container image whose policy-rc.d forbids maintainer
+	# scripts to start services (exit 101); this guest is a real machine.
+	rm -f /usr/sbin/policy-rc.d
 	assert_exists "$(deb)" "the package under test"
 	[[ ! -e /usr/sbin/iotuned ]] || fail "iotuned is already in the guest before dpkg -i"
 	local d k

@@ -116,6 +116,7 @@ Config *config_free(Config *c) {
         if (!c)
                 return NULL;
         free(c->default_profile);
+        free(c->metrics_textfile);
         mark_done(&c->default_profile_mark);
         for (size_t i = 0; i < c->n_rules; i++)
                 rule_done(&c->rules[i]);
@@ -684,10 +685,12 @@ typedef struct FileConfig {
         int discover[_DISCOVERY_MAX]; /* -1 unset */
         uint64_t reassert_usec;       /* 0 unset */
         int restore_on_stop;          /* -1 unset */
+        char *metrics_textfile;       /* NULL unset, "" = off */
 } FileConfig;
 
 static void file_config_done(FileConfig *f) {
         free(f->default_profile);
+        free(f->metrics_textfile);
         mark_done(&f->default_profile_mark);
         for (size_t i = 0; i < f->n_rules; i++)
                 rule_done(&f->rules[i]);
@@ -696,7 +699,7 @@ static void file_config_done(FileConfig *f) {
 
 static int parse_main(const YNode *root, FileConfig *fc, Diag *d) {
         static const char *const keys[] = { "default_profile", "rules", "discovery", "reassert",
-                                            "restore_on_stop" };
+                                            "restore_on_stop", "metrics" };
         int r = 0;
 
         fc->restore_on_stop = -1;
@@ -779,6 +782,33 @@ static int parse_main(const YNode *root, FileConfig *fc, Diag *d) {
                                         fc->reassert_usec = u;
                         } else if (iv)
                                 q = -EINVAL;
+                } else if (streq(key, "metrics")) {
+                        /* `metrics: { textfile: /var/lib/prometheus/node-exporter/iotuned.prom }`;
+                         * `textfile: ""` turns it off again in a later drop-in. */
+                        const YNode *tf;
+                        static const char *const mk[] = { "textfile" };
+                        if (!expect_kind(p->value, YNODE_MAPPING, "metrics", d)) {
+                                r = -EINVAL;
+                                continue;
+                        }
+                        for (size_t j = 0; j < p->value->n_pairs; j++)
+                                if (!streq(p->value->pairs[j].key->scalar, "textfile")) {
+                                        unknown_key(&p->value->pairs[j], "metrics", mk, 1, d);
+                                        q = -EINVAL;
+                                }
+                        tf = ynode_get(p->value, "textfile");
+                        if (tf && (tf->kind != YNODE_SCALAR ||
+                                   (!isempty(tf->scalar) && (tf->scalar[0] != '/' || !endswith(tf->scalar, ".prom")))))
+                                q = diag_add(d, &tf->mark,
+                                             "invalid textfile '%s': expected an absolute path ending in .prom "
+                                             "(node_exporter's textfile collector reads only those), or \"\" for off",
+                                             tf->kind == YNODE_SCALAR ? tf->scalar : "");
+                        else if (tf) {
+                                free(fc->metrics_textfile);
+                                fc->metrics_textfile = strdup(tf->scalar ?: "");
+                                if (!fc->metrics_textfile)
+                                        return -ENOMEM;
+                        }
                 } else if (streq(key, "restore_on_stop")) {
                         bool b;
                         q = parse_bool_node(p->value, key, &b, d);
@@ -934,6 +964,10 @@ static int merge_file(Config *c, FileConfig *fc, Rule **all_rules, size_t *n_all
                 c->reassert_usec = fc->reassert_usec;
         if (fc->restore_on_stop >= 0)
                 c->restore_on_stop = fc->restore_on_stop;
+        if (fc->metrics_textfile) {
+                free(c->metrics_textfile);
+                c->metrics_textfile = isempty(fc->metrics_textfile) ? NULL : TAKE_PTR(fc->metrics_textfile);
+        }
         if (fc->rules_set) {
                 /* A later file's rules are tried before an earlier file's (later wins);
                  * `rules: []` drops everything read so far. */

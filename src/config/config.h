@@ -83,6 +83,7 @@ typedef struct Config {
         bool discover[_DISCOVERY_MAX];
         uint64_t reassert_usec;      /* daemon drift check interval */
         bool restore_on_stop;        /* daemon: put originals back on SIGTERM */
+        char *metrics_textfile;      /* daemon: node_exporter textfile, NULL = off */
         char **files;                /* every file that contributed, in load order */
         char **masked;               /* files masked by a /dev/null symlink */
 } Config;

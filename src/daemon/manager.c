@@ -13,6 +13,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "manager.h"
+#include "metrics.h"
 #include "originals.h"
 #include "reconcile.h"
 #include "restore.h"
@@ -132,6 +133,19 @@ static void manager_write_status(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Cannot write %s: %m", m->status_path);
         json_object_put(j);
+
+        if (m->config->metrics_textfile) {
+                _cleanup_free_ char *path = NULL;
+                MetricsCounters mc = {
+                        .drifts_corrected = m->drifts_corrected,
+                        .conflicts = m->conflicts,
+                        .reload_failures = m->reload_failures,
+                        .last_reconcile_usec = m->last_check_usec ?: now_usec(CLOCK_REALTIME),
+                };
+                if (asprintf_safe(&path, "%s%s", m->root, m->config->metrics_textfile) >= 0 &&
+                    (r = metrics_write(path, m->config, &m->plan, &mc)) < 0)
+                        log_warning_errno(r, "Cannot write the metrics textfile %s: %m", path);
+        }
 }
 
 /* "6 devices: latency 4, throughput 2; 3 drifts corrected; 1 conflict" */
@@ -760,6 +774,12 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
                 log_info("restore_on_stop is off: leaving tuned values in place.");
         manager_sync_irqbalance(m, true);
         (void) unlink(m->status_path);
+        if (m->config->metrics_textfile) {
+                /* Stale numbers are worse than none: node_exporter then reports no iotuned_* series. */
+                _cleanup_free_ char *path = NULL;
+                if (asprintf_safe(&path, "%s%s", m->root, m->config->metrics_textfile) >= 0)
+                        (void) unlink(path);
+        }
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 

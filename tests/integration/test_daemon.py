@@ -162,6 +162,27 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(self.bed.read("sda", "queue/nr_requests"), "64")
         self.assertFalse(os.path.exists(self.status_path()))
 
+    def test_metrics_textfile(self):
+        self.bed.nvme(0)
+        self.bed.sata("sda")
+        self.conf("iotuned.yaml.d/20-metrics.yaml", "metrics:\n  textfile: /var/lib/node-exporter/iotuned.prom\n")
+        prom = os.path.join(self.root, "var/lib/node-exporter/iotuned.prom")
+        self.start()
+        with open(prom) as f:
+            text = f.read()
+        self.assertIn('iotuned_devices{profile="latency"} 1\n', text)
+        self.assertIn('iotuned_devices{profile="throughput"} 1\n', text)
+        self.assertIn('iotuned_devices{profile="mixed"} 0\n', text)
+        self.assertIn('iotuned_settings{state="ok"} 13\n', text)
+        self.assertIn('iotuned_settings{state="failed"} 0\n', text)
+        self.assertIn("# TYPE iotuned_drifts_corrected_total counter\niotuned_drifts_corrected_total 0\n", text)
+        self.assertRegex(text, r"iotuned_last_reconcile_timestamp_seconds \d+\.\d{6}\n")
+        # a drift shows up in the counter (the file is rewritten atomically on change)
+        self.bed.write("nvme0n1", "queue/nomerges", "0")
+        wait_for(lambda: "iotuned_drifts_corrected_total 1\n" in open(prom).read(), what="metrics updated")
+        self.stop()
+        self.assertFalse(os.path.exists(prom), "stale metrics must not outlive the daemon")
+
     def test_conflict_backs_off_and_reports_once(self):
         self.bed.nvme(0)
         self.start()

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "metrics.h"
+#include "util.h"
+
+int metrics_format(const Config *c, const Plan *p, const MetricsCounters *m, char **ret) {
+        char *buf = NULL;
+        size_t size = 0;
+        unsigned counts[_STATE_MAX], excluded = 0, failed_devices = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return -ENOMEM;
+        plan_count_states(p, counts);
+
+        fputs("# HELP iotuned_devices Disks iotuned tunes, by profile.\n"
+              "# TYPE iotuned_devices gauge\n", f);
+        for (size_t i = 0; i < c->n_profiles; i++) {
+                unsigned n = 0;
+                for (size_t d = 0; d < p->n; d++)
+                        if (!p->devices[d]->excluded && p->devices[d]->profile &&
+                            streq(p->devices[d]->profile, c->profiles[i]->name))
+                                n++;
+                fprintf(f, "iotuned_devices{profile=\"%s\"} %u\n", c->profiles[i]->name, n);
+        }
+        for (size_t d = 0; d < p->n; d++) {
+                excluded += p->devices[d]->excluded;
+                failed_devices += p->devices[d]->error != NULL;
+        }
+        fprintf(f, "# HELP iotuned_devices_excluded Disks an exclude rule leaves alone.\n"
+                   "# TYPE iotuned_devices_excluded gauge\n"
+                   "iotuned_devices_excluded %u\n"
+                   "# HELP iotuned_devices_failed Disks that could not be tuned at all.\n"
+                   "# TYPE iotuned_devices_failed gauge\n"
+                   "iotuned_devices_failed %u\n",
+                excluded, failed_devices);
+
+        fputs("# HELP iotuned_settings Settings (one knob on one disk or vector) by state.\n"
+              "# TYPE iotuned_settings gauge\n", f);
+        for (size_t s = 0; s < _STATE_MAX; s++)
+                /* "changed" is a moment, not a state to alert on: a written value that holds is ok. */
+                if (s != STATE_CHANGED)
+                        fprintf(f, "iotuned_settings{state=\"%s\"} %u\n", setting_state_to_string(s),
+                                counts[s] + (s == STATE_OK ? counts[STATE_CHANGED] : 0));
+
+        fprintf(f,
+                "# HELP iotuned_drifts_corrected_total Values someone else changed and iotuned put back.\n"
+                "# TYPE iotuned_drifts_corrected_total counter\n"
+                "iotuned_drifts_corrected_total %u\n"
+                "# HELP iotuned_conflicts_total Conflict episodes: a value reverted repeatedly by another agent.\n"
+                "# TYPE iotuned_conflicts_total counter\n"
+                "iotuned_conflicts_total %u\n"
+                "# HELP iotuned_reload_failures_total Reloads refused because the configuration was invalid.\n"
+                "# TYPE iotuned_reload_failures_total counter\n"
+                "iotuned_reload_failures_total %u\n"
+                "# HELP iotuned_last_reconcile_timestamp_seconds When iotuned last checked every setting.\n"
+                "# TYPE iotuned_last_reconcile_timestamp_seconds gauge\n"
+                "iotuned_last_reconcile_timestamp_seconds %" PRIu64 ".%06" PRIu64 "\n",
+                m->drifts_corrected, m->conflicts, m->reload_failures, m->last_reconcile_usec / 1000000,
+                m->last_reconcile_usec % 1000000);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
+
+int metrics_write(const char *path, const Config *c, const Plan *p, const MetricsCounters *m) {
+        _cleanup_free_ char *text = NULL;
+        int r = metrics_format(c, p, m, &text);
+        if (r < 0)
+                return r;
+        return write_file_atomic(path, text, strlen(text));
+}

@@ -70,48 +70,48 @@ static void free_fields(char **f, size_t n) {
                 free(f[i]);
 }
 
-void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        char *f[10];
-        va_list ap;
+/* Journal fields of a device event, plus a knob's when `s` is given. */
+static void emit_device(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *msg) {
+        char *f[10] = {};
 
-        va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        va_end(ap);
-        if (!msg)
-                return;
-        f[0] = field("DEVICE", p->device->name);
-        f[1] = field("PROFILE", p->profile);
-        f[2] = field("RULE", p->rule);
-        f[3] = field("KNOB", s->knob->name);
-        f[9] = s->irq >= 0 ? field("IRQ", setting_label(s)) : NULL;
-        f[4] = field("DESIRED", s->effective ?: s->desired);
-        f[5] = field("OBSERVED", s->observed);
-        f[6] = field("PREVIOUS", s->previous);
-        f[7] = field("STATE", setting_state_to_string(s->state));
-        f[8] = field("DEVICE_SYSPATH", p->device->syspath);
-        emit(k, priority, msg, (const char *const *) f, ELEMENTSOF(f));
-        free_fields(f, ELEMENTSOF(f));
-}
-
-void event_device(EventKind k, int priority, const DevicePlan *p, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        char *f[4];
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        va_end(ap);
-        if (!msg)
-                return;
         f[0] = field("DEVICE", p->device->name);
         f[1] = field("PROFILE", p->profile);
         f[2] = field("RULE", p->rule);
         f[3] = field("DEVICE_SYSPATH", p->device->syspath);
+        if (s) {
+                f[4] = field("KNOB", s->knob->name);
+                f[5] = s->irq >= 0 ? field("IRQ", setting_label(s)) : NULL;
+                f[6] = field("DESIRED", s->effective ?: s->desired);
+                f[7] = field("OBSERVED", s->observed);
+                f[8] = field("PREVIOUS", s->previous);
+                f[9] = field("STATE", setting_state_to_string(s->state));
+        }
         emit(k, priority, msg, (const char *const *) f, ELEMENTSOF(f));
         free_fields(f, ELEMENTSOF(f));
+}
+
+void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        if (msg)
+                emit_device(k, priority, p, s, msg);
+}
+
+void event_device(EventKind k, int priority, const DevicePlan *p, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        if (msg)
+                emit_device(k, priority, p, NULL, msg);
 }
 
 void event_config_error(const Diagnostic *d, bool on_reload) {

@@ -245,3 +245,23 @@ check_burst_of_disks_all_tuned() {
 	wait_for "! status_devices | grep -q '^nullb'" 20 'iotunectl status'
 	assert_ok systemctl stop iotuned.service
 }
+
+check_udev_rule_pins_profile() {
+	# An admin's udev rule sets IOTUNED_PROFILE; iotuned sees it on the udev
+	# change event (it listens to udev, not the kernel, so the rule has run).
+	assert_ok systemctl start iotuned.service
+	assert_file_eq /sys/block/sda/queue/read_ahead_kb 4096
+	echo 'ACTION!="remove", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="sda", ENV{IOTUNED_PROFILE}="latency"' \
+		>/etc/udev/rules.d/61-iotuned-local.rules
+	assert_ok udevadm control --reload
+	assert_ok udevadm trigger --action=change --settle /dev/sda
+	wait_for '[[ $(sched_of sda) == none ]]' 15 'journalctl -b -u iotuned -n 20 --no-pager; udevadm info /dev/sda | grep IOTUNED'
+	assert_file_eq /sys/block/sda/queue/read_ahead_kb 0
+	journalctl -b -u iotuned --no-pager DEVICE=sda | grep -q 'sda tuned with profile latency (rule IOTUNED_PROFILE)' ||
+		fail "no journal entry for the udev-pinned profile"
+	rm /etc/udev/rules.d/61-iotuned-local.rules
+	assert_ok udevadm control --reload
+	assert_ok udevadm trigger --action=change --settle /dev/sda
+	wait_for '[[ $(sched_of sda) == mq-deadline ]]' 15
+	assert_ok systemctl stop iotuned.service
+}

@@ -394,11 +394,11 @@ int cli_explain(Cli *c, const char *name) {
         printf("IRQ placement: %s%s%s%s\n\n", irq_placement_to_string(dp->irq_placement),
                dp->keep_irqbalance_away ? ", irqbalance kept away from pinned vectors" : "",
                dp->irq_note ? "; " : "", dp->irq_note ?: "");
-        printf("  %-22s %-12s %-12s %-13s %s\n", "KNOB", "DESIRED", "CURRENT", "STATE", "FROM");
+        printf("  %-26s %-12s %-12s %-13s %s\n", "KNOB", "DESIRED", "CURRENT", "STATE", "FROM");
         for (size_t k = 0; k < dp->n_settings; k++) {
                 const Setting *s = &dp->settings[k];
                 char lb[128];
-                printf("  %-22s %-12s %-12s %-13s %s:%u:%u%s%s\n", output_setting_label(s, lb, sizeof(lb)),
+                printf("  %-26s %-12s %-12s %-13s %s:%u:%u%s%s\n", output_setting_label(s, lb, sizeof(lb)),
                        s->effective ?: s->desired,
                        s->observed ?: "-", s->state == STATE_CHANGED ? "would-change" : setting_state_to_string(s->state),
                        s->origin.file ?: "-", s->origin.line, s->origin.column, s->note ? "  # " : "", s->note ?: "");
@@ -424,6 +424,20 @@ static void print_profile_json(json_object *arr, const Profile *p, bool with_kno
                         json_object_object_add(knobs, knob_table[k].name, e);
                 }
                 json_object_object_add(o, "queue", knobs);
+                {
+                        json_object *irq = json_object_new_object();
+                        const IrqPolicy *ip = &p->irq_resolved;
+                        json_object_object_add(irq, "placement",
+                                               ip->placement == IRQ_PLACEMENT_UNSET
+                                                       ? NULL
+                                                       : json_object_new_string(irq_placement_to_string(ip->placement)));
+                        json_object_object_add(irq, "cpus", ip->cpus ? json_object_new_string(ip->cpus) : NULL);
+                        json_object_object_add(irq, "keep_irqbalance_away",
+                                               ip->keep_irqbalance_away < 0 ? NULL
+                                                                            : json_object_new_boolean(ip->keep_irqbalance_away));
+                        json_object_object_add(irq, "origin", output_mark_json(&ip->origin));
+                        json_object_object_add(o, "irq", irq);
+                }
         }
         json_object_array_add(arr, o);
 }
@@ -477,6 +491,18 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
                 if (p->resolved[k].value)
                         printf("  %-15s %-10s # %s:%u:%u\n", knob_table[k].name, p->resolved[k].value,
                                p->resolved[k].origin.file, p->resolved[k].origin.line, p->resolved[k].origin.column);
+        if (p->irq_resolved.placement != IRQ_PLACEMENT_UNSET || p->irq_resolved.keep_irqbalance_away >= 0) {
+                printf("irq:\n");
+                if (p->irq_resolved.placement != IRQ_PLACEMENT_UNSET)
+                        printf("  %-15s %-10s # %s:%u:%u\n", "placement",
+                               irq_placement_to_string(p->irq_resolved.placement), p->irq_resolved.origin.file ?: "-",
+                               p->irq_resolved.origin.line, p->irq_resolved.origin.column);
+                if (p->irq_resolved.cpus)
+                        printf("  %-15s \"%s\"\n", "cpus", p->irq_resolved.cpus);
+                if (p->irq_resolved.keep_irqbalance_away >= 0)
+                        printf("  %-15s %s\n", "keep_irqbalance_away",
+                               p->irq_resolved.keep_irqbalance_away ? "true" : "false");
+        }
         return EXIT_OK;
 }
 

@@ -73,6 +73,17 @@ json_object *output_plan_json(const Plan *p, bool dry_run) {
                 json_object_object_add(d, "excluded", json_object_new_boolean(dp->excluded));
                 json_object_object_add(d, "error", str_or_null(dp->error));
                 json_object_object_add(d, "facts", device_facts_json(dp->device));
+                {
+                        json_object *irq = json_object_new_object();
+                        json_object_object_add(irq, "placement",
+                                               dp->irq_placement == IRQ_PLACEMENT_UNSET
+                                                       ? NULL
+                                                       : json_object_new_string(irq_placement_to_string(dp->irq_placement)));
+                        json_object_object_add(irq, "keep_irqbalance_away",
+                                               json_object_new_boolean(dp->keep_irqbalance_away));
+                        json_object_object_add(irq, "note", str_or_null(dp->irq_note));
+                        json_object_object_add(d, "irq", irq);
+                }
                 for (size_t k = 0; k < dp->n_settings; k++) {
                         const Setting *s = &dp->settings[k];
                         json_object *e = json_object_new_object();

@@ -219,6 +219,12 @@ static int plan_irqs(DevicePlan *p, const IrqPolicy *pol, const PlanContext *ctx
         p->keep_irqbalance_away = pol->keep_irqbalance_away > 0;
         if (!ctx || pol->placement == IRQ_PLACEMENT_UNSET || pol->placement == IRQ_PLACEMENT_LEAVE)
                 return 0;
+        if (streq(p->device->transport, "usb")) {
+                /* The PCI function above a USB disk is the host controller, which
+                 * every device on that bus shares: not this disk's to place. */
+                p->irq_placement = IRQ_PLACEMENT_LEAVE;
+                return asprintf_safe(&p->irq_note, "USB disk: its PCI function is the shared USB host controller");
+        }
         r = device_irq_vectors(p->device, ctx->irqs, &v);
         if (r < 0)
                 return r;

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "irqbalance.h"
 #include "originals.h"
 #include "reconcile.h"
 #include "restore.h"
@@ -234,6 +235,19 @@ static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *
         }
 
         print_result(c, command, &plan, mode == RECONCILE_DRY_RUN, show_ok);
+        if (mode == RECONCILE_APPLY && !c->json) {
+                IrqBalance b = {};
+                bool pinned = false;
+                for (size_t i = 0; i < plan.n && !pinned; i++)
+                        for (size_t k = 0; k < plan.devices[i]->n_settings && !pinned; k++)
+                                pinned = plan.devices[i]->keep_irqbalance_away && plan.devices[i]->settings[k].irq >= 0 &&
+                                         plan.devices[i]->settings[k].state == STATE_CHANGED;
+                if (pinned && irqbalance_find(c->proc_root, &b) == 0) {
+                        printf("note: irqbalance (pid %d) is running and will move the vectors just pinned; "
+                               "iotuned (the daemon) keeps it away from them.\n", b.pid);
+                        irqbalance_done(&b);
+                }
+        }
 
         if (plan_has_state(&plan, STATE_FAILED))
                 ex = EXIT_FAILED;

@@ -204,7 +204,8 @@ static int add_irq_setting(DevicePlan *p, unsigned irq, const char *name, bool m
         s->irq = (int) irq;
         s->managed_predicted = managed_predicted;
         s->path = irq_attr_path(proc_root, irq, "smp_affinity_list");
-        if (!s->path || asprintf_safe(&s->object, "irq %u (%s)", irq, name ?: "?") < 0)
+        if (!s->path || (name ? asprintf_safe(&s->object, "irq %u (%s)", irq, name)
+                              : asprintf_safe(&s->object, "irq %u", irq)) < 0)
                 return -ENOMEM;
         return 0;
 }

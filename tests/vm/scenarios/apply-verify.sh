@@ -37,6 +37,10 @@ knob() { # DISK KNOB
 scenario_setup() {
 	assert_ok udevadm settle --timeout=60
 	command -v iotunectl >/dev/null || fail "iotunectl is not installed in the guest (run-scenario --build-dir BUILD?)"
+	# A one-shot `iotunectl apply` pins the unmanaged vectors (NVMe admin, AHCI) but
+	# does not keep irqbalance away: that is the daemon's job (scenarios daemon and
+	# irq), and irqbalance here would move them before verify runs.
+	assert_ok systemctl stop irqbalance.service
 	note "iotunectl: $(command -v iotunectl)"
 	local d k
 	mkdir -p "$BOOT"

@@ -142,19 +142,14 @@ status_devices() {
 	printf '%s\n' "$j" | sed -nE 's/^ *"device": "([^"]+)",?$/\1/p'
 }
 
-hot_disk() {
-	local c
-	c=$(nvme_ctrl_by_serial hot1) || return 1
-	nvme_ctrl_disks "$c" 1
-}
 
 check_hotplug_is_tuned() {
 	local t0 disk
 	qmp '{"execute": "device_add", "arguments": {"driver": "nvme", "id": "hot1", "serial": "hot1", "drive": "hot1", "bus": "rp1"}}' >/dev/null ||
 		fail "QMP device_add failed"
 	t0=$(_iotvm_us)
-	wait_for '[[ -n $(hot_disk) ]]' 30 'ls /sys/block'
-	disk=$(hot_disk)
+	wait_for '[[ -n $(disk_by_serial hot1) ]]' 30 'ls /sys/block'
+	disk=$(disk_by_serial hot1)
 	note "kernel: $disk appeared $(( ($(_iotvm_us) - t0) / 1000 )) ms after device_add"
 	wait_for "[[ \$(cat /sys/block/$disk/queue/rq_affinity) == 2 && \$(sched_of $disk) == none ]]" 30 'ijournal -n 20'
 	note "tuned: $disk at profile latency $(( ($(_iotvm_us) - t0) / 1000 )) ms after device_add (udev add -> iotuned)"

@@ -23,15 +23,9 @@ scenario_setup() {
 	wait_for "grep -q 'UDEV - the event' '$MON'" 10
 }
 
-# Block device name of the controller with serial hot1, empty if none.
-hot_disk() {
-	local c
-	c=$(nvme_ctrl_by_serial hot1) || return 1
-	nvme_ctrl_disks "$c" 1
-}
 
 check_hot_add() {
-	assert_eq "" "$(hot_disk || true)" "disk of hot1 before device_add"
+	assert_eq "" "$(disk_by_serial hot1 || true)" "disk of hot1 before device_add"
 	step "device_add nvme hot1 into rp1"
 	local t0 disk
 	# t0 is taken once QEMU has answered: the QMP round trip itself (python
@@ -39,8 +33,8 @@ check_hot_add() {
 	qmp '{"execute": "device_add", "arguments": {"driver": "nvme", "id": "hot1", "serial": "hot1", "drive": "hot1", "bus": "rp1"}}' >/dev/null ||
 		fail "QMP device_add failed"
 	t0=$(_iotvm_us)
-	wait_for '[[ -n $(hot_disk) && -e /sys/block/$(hot_disk)/queue/scheduler ]]' 30 'ls /sys/class/nvme /sys/block; dmesg | tail -n 20'
-	disk=$(hot_disk)
+	wait_for '[[ -n $(disk_by_serial hot1) && -e /sys/block/$(disk_by_serial hot1)/queue/scheduler ]]' 30 'ls /sys/class/nvme /sys/block; dmesg | tail -n 20'
+	disk=$(disk_by_serial hot1)
 	note "kernel: /sys/block/$disk $(( ($(_iotvm_us) - t0) / 1000 )) ms after device_add returned"
 	wait_for "grep -Eq '^UDEV .* add +/devices/.*/$disk \(block\)' '$MON'" 30 "cat '$MON'"
 	note "udev: add event for $disk processed $(( ($(_iotvm_us) - t0) / 1000 )) ms after device_add returned"
@@ -79,7 +73,7 @@ check_hot_readd() {
 	qmp '{"execute": "device_add", "arguments": {"driver": "nvme", "id": "hot1", "serial": "hot1", "drive": "hot1", "bus": "rp1"}}' >/dev/null ||
 		fail "second QMP device_add failed"
 	t0=$(_iotvm_us)
-	wait_for '[[ -n $(hot_disk) && -e /dev/$(hot_disk) ]]' 30 'dmesg | tail -n 20'
-	note "/dev/$(hot_disk) back $(( ($(_iotvm_us) - t0) / 1000 )) ms after the second device_add returned"
-	assert_sched "$(hot_disk)" none
+	wait_for '[[ -n $(disk_by_serial hot1) && -e /dev/$(disk_by_serial hot1) ]]' 30 'dmesg | tail -n 20'
+	note "/dev/$(disk_by_serial hot1) back $(( ($(_iotvm_us) - t0) / 1000 )) ms after the second device_add returned"
+	assert_sched "$(disk_by_serial hot1)" none
 }

@@ -716,6 +716,14 @@ static int manager_reload(Manager *m) {
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long) now_usec(CLOCK_MONOTONIC));
         config_free(m->config);
         m->config = TAKE_PTR(c);
+        {
+                /* CPUs may have been isolated or brought online since start. */
+                Topology t = {};
+                if (topology_load(&t) >= 0) {
+                        topology_done(&m->topology);
+                        m->topology = t;
+                }
+        }
         old = m->plan;
         m->plan = (Plan) {};
         r = manager_tune_all(m);

@@ -179,7 +179,7 @@ int originals_list(const char *dir, char ***ret) {
                 return negative_errno();
         }
         while ((de = readdir(dh))) {
-                if (de->d_name[0] == '.' || !endswith(de->d_name, ".json"))
+                if (de->d_name[0] == '.' || !str_endswith(de->d_name, ".json"))
                         continue;
                 char *n = strndup(de->d_name, strlen(de->d_name) - strlen(".json"));
                 if (!n || strv_push(&l, n) < 0) {

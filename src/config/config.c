@@ -82,6 +82,8 @@ static Profile *profile_free(Profile *p) {
         }
         irq_policy_done(&p->irq);
         irq_policy_done(&p->irq_resolved);
+        value_done(&p->nvme_apply);
+        value_done(&p->nvme_apply_resolved);
         free(p);
         return NULL;
 }
@@ -94,6 +96,7 @@ static void match_done(Match *m) {
         free(m->serial);
         free(m->firmware);
         free(m->wwn);
+        free(m->nqn);
         for (size_t i = 0; i < m->n_udev; i++) {
                 free(m->udev[i].key);
                 free(m->udev[i].glob);
@@ -110,6 +113,7 @@ static void rule_done(Rule *r) {
         for (size_t i = 0; i < _KNOB_MAX; i++)
                 value_done(&r->set[i]);
         irq_policy_done(&r->set_irq);
+        value_done(&r->set_nvme_apply);
 }
 
 Config *config_free(Config *c) {
@@ -205,8 +209,56 @@ int config_parse_knob_value(const Knob *k, const char *value, char **ret) {
         return k->parse(value, ret);
 }
 
-/* A `queue:` section of knobs, in a profile or a rule's `set:`. */
-static int parse_knob_section(const YNode *sec, const char *section, Value values[_KNOB_MAX], Diag *d) {
+/* `coalescing: { threshold: 8, time_us: 100 }`, the long form of "threshold=8,time_us=100". */
+static int coalescing_mapping_text(const YNode *n, char **ret, Diag *d) {
+        static const char *const keys[] = { "threshold", "time_us" };
+        _cleanup_free_ char *text = NULL;
+        int r = 0;
+
+        if (n->n_pairs == 0)
+                return diag_add(d, &n->mark, "empty coalescing mapping: expected threshold and/or time_us");
+        for (size_t i = 0; i < n->n_pairs; i++) {
+                const YPair *p = &n->pairs[i];
+                char *j = NULL;
+                if (!streq(p->key->scalar, "threshold") && !streq(p->key->scalar, "time_us")) {
+                        unknown_key(p, "coalescing", keys, ELEMENTSOF(keys), d);
+                        r = -EINVAL;
+                        continue;
+                }
+                if (!expect_string(p->value, p->key->scalar, d)) {
+                        r = -EINVAL;
+                        continue;
+                }
+                if (asprintf_safe(&j, "%s%s%s=%s", text ?: "", text ? "," : "", p->key->scalar, p->value->scalar) < 0)
+                        return -ENOMEM;
+                free(text);
+                text = j;
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(text);
+        return 0;
+}
+
+/* `nvme: { apply: reboot|rebind }`: how new queue counts may take effect. */
+static int parse_nvme_apply(const YNode *n, Value *v, Diag *d) {
+        if (!expect_string(n, "apply", d))
+                return -EINVAL;
+        if (!streq(n->scalar, "reboot") && !streq(n->scalar, "rebind"))
+                return diag_add(d, &n->mark,
+                                "invalid value '%s' for apply: expected reboot (write the modprobe.d drop-in and wait "
+                                "for the next boot) or rebind (also rebind idle controllers now)",
+                                n->scalar);
+        value_done(v);
+        v->value = strdup(n->scalar);
+        if (!v->value || mark_copy(&v->origin, &n->mark) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* A `queue:` or `nvme:` section of knobs, in a profile or a rule's `set:`. */
+static int parse_knob_section(const YNode *sec, const char *section, Value values[_KNOB_MAX], Value *nvme_apply,
+                              Diag *d) {
         int r = 0;
 
         if (!expect_kind(sec, YNODE_MAPPING, section, d))
@@ -214,42 +266,62 @@ static int parse_knob_section(const YNode *sec, const char *section, Value value
         for (size_t i = 0; i < sec->n_pairs; i++) {
                 const YPair *p = &sec->pairs[i];
                 const Knob *k = knob_by_name(p->key->scalar);
+                _cleanup_free_ char *mapped = NULL;
+                const char *text;
                 char *canon = NULL;
                 int q;
 
+                if (nvme_apply && streq(p->key->scalar, "apply")) {
+                        q = parse_nvme_apply(p->value, nvme_apply, d);
+                        if (q == -ENOMEM)
+                                return q;
+                        if (q < 0)
+                                r = q;
+                        continue;
+                }
                 if (!k || !streq(k->section, section)) {
-                        const char *names[_KNOB_MAX];
+                        const char *names[_KNOB_MAX + 1];
                         size_t n = 0;
                         for (size_t j = 0; j < _KNOB_MAX; j++)
                                 if (streq(knob_table[j].section, section))
                                         names[n++] = knob_table[j].name;
+                        if (nvme_apply)
+                                names[n++] = "apply";
                         unknown_key(p, section, names, n, d);
                         r = -EINVAL;
                         continue;
                 }
-                if (p->value->kind != YNODE_SCALAR) {
+                if (k->id == KNOB_NVME_COALESCING && p->value->kind == YNODE_MAPPING) {
+                        q = coalescing_mapping_text(p->value, &mapped, d);
+                        if (q == -ENOMEM)
+                                return q;
+                        if (q < 0) {
+                                r = q;
+                                continue;
+                        }
+                } else if (p->value->kind != YNODE_SCALAR) {
                         diag_add(d, &p->value->mark, "invalid value for %s: expected %s, got %s", k->name,
                                  k->expected, ynode_kind_name(p->value->kind));
                         r = -EINVAL;
                         continue;
-                }
-                if (ynode_is_null(p->value)) {
+                } else if (ynode_is_null(p->value)) {
                         diag_add(d, &p->value->mark, "missing value for %s: expected %s", k->name, k->expected);
                         r = -EINVAL;
                         continue;
                 }
-                q = k->parse(p->value->scalar, &canon);
+                text = mapped ?: p->value->scalar;
+                q = k->parse(text, &canon);
                 if (q == -ENOMEM)
                         return q;
                 if (q == -ERANGE) {
-                        diag_add(d, &p->value->mark, "value '%s' for %s is out of range: expected %s",
-                                 p->value->scalar, k->name, k->expected);
+                        diag_add(d, &p->value->mark, "value '%s' for %s is out of range: expected %s", text, k->name,
+                                 k->expected);
                         r = -EINVAL;
                         continue;
                 }
                 if (q < 0) {
-                        diag_add(d, &p->value->mark, "invalid value '%s' for %s: expected %s", p->value->scalar,
-                                 k->name, k->expected);
+                        diag_add(d, &p->value->mark, "invalid value '%s' for %s: expected %s", text, k->name,
+                                 k->expected);
                         r = -EINVAL;
                         continue;
                 }
@@ -327,19 +399,19 @@ static int parse_irq_section(const YNode *sec, IrqPolicy *p, Diag *d) {
 /* The sections a profile (and a rule's `set:`) may have. Only sections whose knobs
  * exist are accepted: a key we would silently ignore is worse than an error. */
 static int parse_knob_sections(const YNode *pair_value, const char *key, Value values[_KNOB_MAX], IrqPolicy *irq,
-                               Diag *d, bool *handled) {
-        *handled = streq(key, "queue") || streq(key, "irq");
+                               Value *nvme_apply, Diag *d, bool *handled) {
+        *handled = streq(key, "queue") || streq(key, "irq") || streq(key, "nvme");
         if (streq(key, "irq"))
                 return parse_irq_section(pair_value, irq, d);
         if (!*handled)
                 return 0;
-        return parse_knob_section(pair_value, key, values, d);
+        return parse_knob_section(pair_value, key, values, streq(key, "nvme") ? nvme_apply : NULL, d);
 }
 
 /* ---- profiles ---------------------------------------------------------------- */
 
 static int parse_profile(const YNode *root, const char *path, const char *basename_name, Profile **ret, Diag *d) {
-        static const char *const keys[] = { "name", "description", "extends", "queue", "irq" };
+        static const char *const keys[] = { "name", "description", "extends", "queue", "irq", "nvme" };
         _cleanup_(profile_freep) Profile *p = NULL;
         int r = 0;
 
@@ -384,7 +456,7 @@ static int parse_profile(const YNode *root, const char *path, const char *basena
                                 else if (mark_copy(&p->extends_mark, &kv->value->mark) < 0)
                                         return -ENOMEM;
                         } else {
-                                int q = parse_knob_sections(kv->value, key, p->knobs, &p->irq, d, &handled);
+                                int q = parse_knob_sections(kv->value, key, p->knobs, &p->irq, &p->nvme_apply, d, &handled);
                                 if (q == -ENOMEM)
                                         return q;
                                 if (q < 0)
@@ -460,6 +532,15 @@ static int resolve_profile(Config *c, Profile *p) {
                 if (!p->resolved[k].value || mark_copy(&p->resolved[k].origin, &src->origin) < 0)
                         return -ENOMEM;
         }
+        {
+                const Value *src = p->nvme_apply.value ? &p->nvme_apply : parent ? &parent->nvme_apply_resolved : NULL;
+                if (src && src->value) {
+                        p->nvme_apply_resolved.value = strdup(src->value);
+                        if (!p->nvme_apply_resolved.value ||
+                            mark_copy(&p->nvme_apply_resolved.origin, &src->origin) < 0)
+                                return -ENOMEM;
+                }
+        }
         /* irq: placement (with its cpus) and keep_irqbalance_away inherit separately. */
         r = irq_policy_copy(&p->irq_resolved,
                             p->irq.placement != IRQ_PLACEMENT_UNSET || !parent ? &p->irq : &parent->irq_resolved);
@@ -517,7 +598,7 @@ static int parse_size_range(const YNode *n, Match *m, Diag *d) {
 
 static int parse_match(const YNode *n, Match *m, Diag *d) {
         static const char *const keys[] = { "kernel", "transport", "model", "serial", "firmware", "wwn",
-                                            "rotational", "numa_node", "size", "udev" };
+                                            "nqn", "rotational", "numa_node", "size", "udev" };
         int r = 0;
 
         if (!expect_kind(n, YNODE_MAPPING, "match", d))
@@ -537,6 +618,8 @@ static int parse_match(const YNode *n, Match *m, Diag *d) {
                         q = dup_glob(p->value, key, &m->firmware, d);
                 else if (streq(key, "wwn"))
                         q = dup_glob(p->value, key, &m->wwn, d);
+                else if (streq(key, "nqn"))
+                        q = dup_glob(p->value, key, &m->nqn, d);
                 else if (streq(key, "transport")) {
                         q = dup_glob(p->value, key, &m->transport, d);
                         if (q == 0) {
@@ -635,12 +718,13 @@ static int parse_rule(const YNode *n, Rule *rule, Diag *d) {
                                 for (size_t j = 0; j < p->value->n_pairs; j++) {
                                         const YPair *s = &p->value->pairs[j];
                                         bool handled;
-                                        int t = parse_knob_sections(s->value, s->key->scalar, rule->set, &rule->set_irq, d, &handled);
+                                        int t = parse_knob_sections(s->value, s->key->scalar, rule->set, &rule->set_irq,
+                                                                      &rule->set_nvme_apply, d, &handled);
                                         if (t == -ENOMEM)
                                                 return t;
                                         if (!handled) {
-                                                static const char *const sections[] = { "queue", "irq" };
-                                                unknown_key(s, "set", sections, 2, d);
+                                                static const char *const sections[] = { "queue", "irq", "nvme" };
+                                                unknown_key(s, "set", sections, ELEMENTSOF(sections), d);
                                                 t = -EINVAL;
                                         }
                                         if (t < 0)
@@ -666,7 +750,8 @@ static int parse_rule(const YNode *n, Rule *rule, Diag *d) {
                 for (size_t k = 0; k < _KNOB_MAX; k++)
                         if (rule->set[k].value)
                                 return diag_add(d, &rule->set[k].origin, "an excluding rule cannot 'set' values");
-                if (rule->set_irq.placement != IRQ_PLACEMENT_UNSET || rule->set_irq.keep_irqbalance_away >= 0)
+                if (rule->set_irq.placement != IRQ_PLACEMENT_UNSET || rule->set_irq.keep_irqbalance_away >= 0 ||
+                    rule->set_nvme_apply.value)
                         return diag_add(d, &n->mark, "an excluding rule cannot 'set' values");
         }
         if (!rule->name && asprintf_safe(&rule->name, "%s:%u", n->mark.file, n->mark.line) < 0)
@@ -798,7 +883,7 @@ static int parse_main(const YNode *root, FileConfig *fc, Diag *d) {
                                 }
                         tf = ynode_get(p->value, "textfile");
                         if (tf && (tf->kind != YNODE_SCALAR ||
-                                   (!isempty(tf->scalar) && (tf->scalar[0] != '/' || !endswith(tf->scalar, ".prom")))))
+                                   (!isempty(tf->scalar) && (tf->scalar[0] != '/' || !str_endswith(tf->scalar, ".prom")))))
                                 q = diag_add(d, &tf->mark,
                                              "invalid textfile '%s': expected an absolute path ending in .prom "
                                              "(node_exporter's textfile collector reads only those), or \"\" for off",
@@ -911,7 +996,7 @@ static int collect(const ConfigPaths *paths, const char *subdir, const char *sin
                 }
                 while ((de = readdir(dh))) {
                         _cleanup_free_ char *p = NULL;
-                        if (de->d_name[0] == '.' || !endswith(de->d_name, ".yaml"))
+                        if (de->d_name[0] == '.' || !str_endswith(de->d_name, ".yaml"))
                                 continue;
                         p = path_join(base, de->d_name);
                         if (!p || conf_files_add(out, de->d_name, p, NULL, is_masked(p)) < 0) {
@@ -928,7 +1013,7 @@ static int collect(const ConfigPaths *paths, const char *subdir, const char *sin
                         _cleanup_free_ char *shown = NULL;
                         name = name ? name + 1 : rel;
                         if (single ? !streq(rel, single)
-                                   : !(subdir && startswith(rel, subdir) && rel[strlen(subdir)] == '/' &&
+                                   : !(subdir && str_startswith(rel, subdir) && rel[strlen(subdir)] == '/' &&
                                        !strchr(rel + strlen(subdir) + 1, '/')))
                                 continue;
                         shown = path_join(BUILTIN_PREFIX, rel);

@@ -24,6 +24,8 @@ typedef struct Profile {
         Value resolved[_KNOB_MAX];  /* after `extends:`; origins point at the defining file */
         IrqPolicy irq;              /* the `irq:` section as written */
         IrqPolicy irq_resolved;     /* after `extends:` */
+        Value nvme_apply;           /* `nvme: { apply: reboot|rebind }` as written; NULL = reboot */
+        Value nvme_apply_resolved;
         bool resolved_done;
 } Profile;
 
@@ -45,6 +47,7 @@ typedef struct Match {
         char *serial;
         char *firmware;
         char *wwn;
+        char *nqn;        /* NVMe subsystem NQN */
         Tristate rotational;
         bool has_numa_node;
         int numa_node;
@@ -63,6 +66,7 @@ typedef struct Rule {
         bool exclude;
         Value set[_KNOB_MAX];  /* per-rule overrides (`set: { queue: {...} }`) */
         IrqPolicy set_irq;     /* `set: { irq: {...} }` */
+        Value set_nvme_apply;  /* `set: { nvme: { apply: ... } }` */
 } Rule;
 
 typedef enum DiscoveryClass {

@@ -6,6 +6,7 @@
 
 #include "cpuset.h"
 #include "knob.h"
+#include "nvme-feature.h"
 #include "util.h"
 
 /* Bounds from the kernel:
@@ -237,7 +238,116 @@ static int cpulist_canonical(const char *value, char **ret) {
         return r;
 }
 
+/* io_timeout --------------------------------------------------------------------- */
+
+/* block/blk-sysfs.c queue_io_timeout_store: msecs_to_jiffies() on write, jiffies_to_msecs()
+ * on read, so only whole jiffies come back. 20 ms is a whole number of jiffies at every
+ * HZ the kernel offers (100, 250, 300, 1000): such values read back as written. */
+#define IO_TIMEOUT_STEP_MS 20u
+#define IO_TIMEOUT_MAX_MS (3600u * 1000u)
+
+static int parse_io_timeout(const char *value, char **ret) {
+        uint64_t v;
+        int r = safe_atou64(value, &v);
+        if (r < 0)
+                return r;
+        if (v < IO_TIMEOUT_STEP_MS || v > IO_TIMEOUT_MAX_MS || v % IO_TIMEOUT_STEP_MS)
+                return -ERANGE;
+        return uint_ret(v, ret);
+}
+
+/* apst ---------------------------------------------------------------------------- */
+
+/* "off" (no autonomous transitions), "auto" (no latency limit of ours: the kernel's
+ * choice), or the largest exit latency in microseconds the controller may add,
+ * as power/pm_qos_latency_tolerance_us takes it (drivers/base/power/sysfs.c: a
+ * non-negative s32; nvme_set_latency_tolerance turns 0 into APST off). */
+static int parse_apst(const char *value, char **ret) {
+        int64_t v;
+        int r;
+        if (streq(value, "off") || streq(value, "auto"))
+                return dup_ret(value, ret);
+        r = safe_atoi64(value, &v);
+        if (r < 0)
+                return r;
+        if (v < 0 || v > INT32_MAX)
+                return -ERANGE;
+        return v == 0 ? dup_ret("off", ret) : uint_ret((uint64_t) v, ret);
+}
+
+/* pm_qos_latency_tolerance_us prints "auto", "any" or a number; a Get Features
+ * read is passed in as "apste=0|1". "any" and "auto" mean the same to nvme. */
+static int normalize_apst(const char *raw, char **ret) {
+        _cleanup_free_ char *c = strdup(raw);
+        if (!c)
+                return -ENOMEM;
+        strstrip(c);
+        if (streq(c, "any") || streq(c, "apste=1"))
+                return dup_ret("auto", ret);
+        if (streq(c, "apste=0"))
+                return dup_ret("off", ret);
+        return parse_apst(c, ret);
+}
+
+/* coalescing ---------------------------------------------------------------------- */
+
+static int parse_coalescing(const char *value, char **ret) {
+        NvmeCoalescing c;
+        int r = nvme_coalescing_parse(value, &c);
+        if (r < 0)
+                return r;
+        return nvme_coalescing_format(&c, ret);
+}
+
+/* Read as the raw completion dword 0 of Get Features 0x08, "0x%08x". */
+static int normalize_coalescing(const char *raw, char **ret) {
+        NvmeCoalescing c;
+        uint64_t v;
+        char *end;
+        errno = 0;
+        v = strtoull(raw, &end, 0);
+        if (errno || end == raw || v > UINT32_MAX)
+                return -EINVAL;
+        nvme_coalescing_from_dw((uint32_t) v, &c);
+        return nvme_coalescing_format(&c, ret);
+}
+
+/* nvme queue counts --------------------------------------------------------------- */
+
+/* drivers/nvme/host/pci.c io_queue_count_set: at most num_possible_cpus(). */
+static int parse_queue_count(const char *value, char **ret) {
+        return parse_uint_range(value, 0, 8192, ret);
+}
+
+static int resolve_queue_count(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        uint64_t v;
+        int r = safe_atou64(canonical, &v);
+        if (r < 0)
+                return r;
+        if (f->possible_cpus && v > f->possible_cpus) {
+                if (ret_note)
+                        (void) asprintf_safe(ret_note, "clamped to the %u possible CPUs (the nvme driver's limit)",
+                                             f->possible_cpus);
+                v = f->possible_cpus;
+        }
+        return uint_ret(v, ret);
+}
+
 const Knob knob_table[_KNOB_MAX] = {
+        [KNOB_NVME_POLL_QUEUES] = {
+                .id = KNOB_NVME_POLL_QUEUES, .scope = KNOB_SCOPE_MODULE, .name = "poll_queues", .section = "nvme",
+                .attr = "poll_queues",
+                .expected = "a number of polled I/O queues, 0 upwards",
+                .summary = "polled queues (no interrupts) for HIPRI I/O; module-wide, fixed at controller probe",
+                .parse = parse_queue_count, .normalize = normalize_trim, .resolve = resolve_queue_count,
+        },
+        [KNOB_NVME_WRITE_QUEUES] = {
+                .id = KNOB_NVME_WRITE_QUEUES, .scope = KNOB_SCOPE_MODULE, .name = "write_queues", .section = "nvme",
+                .attr = "write_queues",
+                .expected = "a number of I/O queues for writes, 0 (reads and writes share) upwards",
+                .summary = "queues reserved for writes, the rest serve reads; module-wide, fixed at controller probe",
+                .parse = parse_queue_count, .normalize = normalize_trim, .resolve = resolve_queue_count,
+        },
         [KNOB_SCHEDULER] = {
                 .id = KNOB_SCHEDULER, .name = "scheduler", .section = "queue", .attr = "queue/scheduler",
                 .needs_mq = true,
@@ -301,8 +411,29 @@ const Knob knob_table[_KNOB_MAX] = {
                 .summary = "largest request the block layer builds",
                 .parse = parse_max_sectors, .normalize = normalize_trim, .resolve = resolve_max_sectors,
         },
+        [KNOB_IO_TIMEOUT] = {
+                .id = KNOB_IO_TIMEOUT, .name = "io_timeout", .section = "queue", .attr = "queue/io_timeout",
+                .needs_mq = true,
+                .expected = "milliseconds from 20 to 3600000, a multiple of 20 (the kernel keeps whole jiffies)",
+                .summary = "how long a request may take before the driver aborts it",
+                .parse = parse_io_timeout, .normalize = normalize_trim, .resolve = resolve_same,
+        },
+        [KNOB_NVME_APST] = {
+                .id = KNOB_NVME_APST, .scope = KNOB_SCOPE_CTRL, .name = "apst", .section = "nvme",
+                .attr = "power/pm_qos_latency_tolerance_us",
+                .expected = "off, auto, or the largest power-state exit latency in microseconds",
+                .summary = "autonomous power state transitions (FID 0x0C); off avoids wake-up stalls",
+                .parse = parse_apst, .normalize = normalize_apst, .resolve = resolve_same,
+        },
+        [KNOB_NVME_COALESCING] = {
+                .id = KNOB_NVME_COALESCING, .scope = KNOB_SCOPE_CTRL, .name = "coalescing", .section = "nvme",
+                .attr = NULL,
+                .expected = "off, or threshold=ENTRIES (1-256),time_us=MICROSECONDS (0-25500 in steps of 100)",
+                .summary = "interrupt coalescing (FID 0x08): completions per interrupt and how long to wait",
+                .parse = parse_coalescing, .normalize = normalize_coalescing, .resolve = resolve_same,
+        },
         [KNOB_IRQ_AFFINITY] = {
-                .id = KNOB_IRQ_AFFINITY, .name = "irq_affinity", .section = "irq", .attr = "smp_affinity_list",
+                .id = KNOB_IRQ_AFFINITY, .scope = KNOB_SCOPE_IRQ, .name = "irq_affinity", .section = "irq", .attr = "smp_affinity_list",
                 .needs_mq = false,
                 .expected = "a cpulist such as 0-3,8",
                 .summary = "CPUs an interrupt vector may fire on (planned from the profile's irq: placement)",

@@ -4,9 +4,13 @@
 #include <stdbool.h>
 
 /* Every tunable is one row in the knob table (knob.c). The table order is the write
- * order: the scheduler comes first because switching it resets nr_requests
- * (block/elevator.c: elevator_switch -> blk_mq_init_sched sets q->nr_requests). */
+ * order: the NVMe queue-map rows come first, because the controller rebind they
+ * may lead to resets every queue attribute; then the scheduler, because switching
+ * it resets nr_requests (block/elevator.c: elevator_switch -> blk_mq_init_sched
+ * sets q->nr_requests). */
 typedef enum KnobId {
+        KNOB_NVME_POLL_QUEUES,  /* module-wide nvme.poll_queues, as seen on one controller */
+        KNOB_NVME_WRITE_QUEUES, /* module-wide nvme.write_queues */
         KNOB_SCHEDULER,
         KNOB_NR_REQUESTS,
         KNOB_RQ_AFFINITY,
@@ -16,6 +20,9 @@ typedef enum KnobId {
         KNOB_ADD_RANDOM,
         KNOB_IOSTATS,
         KNOB_MAX_SECTORS_KB,
+        KNOB_IO_TIMEOUT,
+        KNOB_NVME_APST,         /* per controller: power/pm_qos_latency_tolerance_us or FID 0x0C */
+        KNOB_NVME_COALESCING,   /* per controller: FID 0x08 */
         KNOB_IRQ_AFFINITY,   /* per interrupt vector: /proc/irq/N/smp_affinity_list */
         _KNOB_MAX,
         _KNOB_INVALID = -1,
@@ -27,13 +34,24 @@ typedef struct KnobFacts {
         unsigned nr_tags;             /* hardware tag depth (mq/0/nr_tags), 0 if unknown */
         unsigned max_hw_sectors_kb;   /* 0 if unknown */
         const char *scheduler_after;  /* the scheduler the queue has once the scheduler knob ran */
+        unsigned possible_cpus;       /* 0 if unknown */
 } KnobFacts;
+
+/* What a row is set on, which decides how it is read and written. */
+typedef enum KnobScope {
+        KNOB_SCOPE_QUEUE,   /* a sysfs attribute below the disk */
+        KNOB_SCOPE_IRQ,     /* /proc/irq/N/<attr> of one vector */
+        KNOB_SCOPE_CTRL,    /* the disk's NVMe controller: sysfs or Get/Set Features */
+        KNOB_SCOPE_MODULE,  /* an nvme module parameter: fixed when a controller is probed */
+} KnobScope;
 
 typedef struct Knob {
         KnobId id;
+        KnobScope scope;
         const char *name;      /* config key, KNOB= journal field, JSON "knob" */
-        const char *section;   /* profile section: "queue" */
-        const char *attr;      /* path below the disk's sysfs directory */
+        const char *section;   /* profile section: "queue", "irq", "nvme" */
+        const char *attr;      /* queue: below the disk's sysfs directory; irq: below /proc/irq/N;
+                                * ctrl: below the controller's; module: the parameter's name */
         bool needs_mq;         /* meaningless on bio-based disks (multipath heads, dm) */
         const char *expected;  /* what a valid config value looks like, for errors */
         const char *summary;   /* one line for plan/explain and the man page */

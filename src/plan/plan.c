@@ -101,7 +101,8 @@ bool rule_matches(const Rule *rule, const Device *d, char **ret_why) {
             !check_glob("model", m->model, d->model, &why, &fail) ||
             !check_glob("serial", m->serial, d->serial, &why, &fail) ||
             !check_glob("firmware", m->firmware, d->firmware, &why, &fail) ||
-            !check_glob("wwn", m->wwn, d->wwn, &why, &fail))
+            !check_glob("wwn", m->wwn, d->wwn, &why, &fail) ||
+            !check_glob("subsystem NQN", m->nqn, d->nqn, &why, &fail))
                 goto no;
 
         if (m->rotational != TRI_UNSET) {

@@ -21,6 +21,8 @@ Device *device_free(Device *d) {
         free(d->serial);
         free(d->firmware);
         free(d->wwn);
+        free(d->nqn);
+        nvme_ctrl_free(d->nvme);
         free(d->diskseq);
         free(d->multipath_head_name);
         for (size_t i = 0; i < d->n_queues; i++)
@@ -68,13 +70,13 @@ static char *prop_dup(struct udev_device *u, const char *key) {
 
 /* Does `name` look like "<prefix><digits>..."? */
 static bool name_has_prefix_num(const char *name, const char *prefix) {
-        return startswith(name, prefix) && isdigit((unsigned char) name[strlen(prefix)]);
+        return str_startswith(name, prefix) && isdigit((unsigned char) name[strlen(prefix)]);
 }
 
 bool device_name_wanted(const char *name, const DiscoveryFilter *f) {
         if (name_has_prefix_num(name, "loop"))
                 return f->loop;
-        if (startswith(name, "dm-"))
+        if (str_startswith(name, "dm-"))
                 return f->dm;
         if (name_has_prefix_num(name, "md"))
                 return f->md;
@@ -104,7 +106,7 @@ static char *detect_transport(struct udev_device *u, const char *name) {
 
         if (name_has_prefix_num(name, "loop"))
                 return strdup("loop");
-        if (startswith(name, "dm-"))
+        if (str_startswith(name, "dm-"))
                 return strdup("dm");
         if (name_has_prefix_num(name, "md"))
                 return strdup("md");
@@ -232,12 +234,22 @@ int device_probe(struct udev_device *u, Device **ret) {
         ctrl = udev_device_get_parent_with_subsystem_devtype(u, "nvme", NULL);
         scsi = udev_device_get_parent_with_subsystem_devtype(u, "scsi", "scsi_device");
         if (ctrl) {
-                d->model = attr_trimmed(ctrl, "model");
-                d->serial = attr_trimmed(ctrl, "serial");
-                d->firmware = attr_trimmed(ctrl, "firmware_rev");
+                int r = nvme_ctrl_probe(ctrl, &d->nvme);
+                if (r < 0)
+                        return r;
+                d->model = strdup_or_null(d->nvme->model);
+                d->serial = strdup_or_null(d->nvme->serial);
+                d->firmware = strdup_or_null(d->nvme->firmware);
+                d->nqn = strdup_or_null(d->nvme->subsysnqn);
         } else if (scsi) {
                 d->model = attr_trimmed(scsi, "model");
                 d->firmware = attr_trimmed(scsi, "rev");
+        }
+        if (!ctrl) {
+                /* A multipath head hangs off its subsystem, which knows the NQN. */
+                struct udev_device *nsub = udev_device_get_parent_with_subsystem_devtype(u, "nvme-subsystem", NULL);
+                if (nsub)
+                        d->nqn = attr_trimmed(nsub, "subsysnqn");
         }
         if (!d->model)
                 d->model = prop_dup(u, "ID_MODEL");
@@ -271,8 +283,9 @@ int device_probe(struct udev_device *u, Device **ret) {
                 return -ENOMEM;
         if (d->has_mq)
                 d->nr_tags = read_uint_attr(d->syspath, "mq/0/nr_tags");
+        d->io_poll = read_uint_attr(d->syspath, "queue/io_poll") == 1;
         d->multipath_head_name = multipath_head_of(d->name);
-        d->multipath_head = !d->has_mq && startswith(d->name, "nvme") && !d->multipath_head_name;
+        d->multipath_head = !d->has_mq && str_startswith(d->name, "nvme") && !d->multipath_head_name;
 
         *ret = TAKE_PTR(d);
         return 0;
@@ -342,7 +355,7 @@ int device_lookup(struct udev *udev, const char *name, Device **ret) {
         const char *devtype;
         int r;
 
-        if (startswith(name, "/dev/")) {
+        if (str_startswith(name, "/dev/")) {
                 struct stat st;
                 if (stat(name, &st) < 0)
                         return negative_errno();

@@ -7,6 +7,7 @@
 #include <libudev.h>
 
 #include "macro.h"
+#include "nvme.h"
 
 /* What the planner knows about one block disk: read once per discovery, never
  * written. Values are what the kernel and udev said; nothing is guessed. */
@@ -24,6 +25,7 @@ typedef struct Device {
         char *serial;
         char *firmware;
         char *wwn;
+        char *nqn;          /* NVMe subsystem NQN */
         char *diskseq;      /* block/genhd.c: unique per disk instance; NULL before 5.15 */
         bool rotational;
         uint64_t size_bytes;
@@ -35,6 +37,9 @@ typedef struct Device {
         unsigned max_hw_sectors_kb;
         HwQueue *queues;
         size_t n_queues;
+        bool io_poll;       /* queue/io_poll: the queue has polled hardware queues */
+        NvmeCtrl *nvme;     /* the controller of an NVMe namespace or path; NULL otherwise
+                             * (also for a multipath head, which has several) */
         char **properties;  /* udev properties, "KEY=value" */
 } Device;
 

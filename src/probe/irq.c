@@ -21,8 +21,8 @@ void irq_table_done(IrqTable *t) {
 static char *names_of(char *rest) {
         char *save = NULL, *tok;
         for (tok = strtok_r(rest, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
-                if (endswith(tok, "edge") || endswith(tok, "level") || streq(tok, "fasteoi") ||
-                    endswith(tok, "-eoi")) {
+                if (str_endswith(tok, "edge") || str_endswith(tok, "level") || streq(tok, "fasteoi") ||
+                    str_endswith(tok, "-eoi")) {
                         char *n = save;
                         while (n && isspace((unsigned char) *n))
                                 n++;
@@ -47,7 +47,7 @@ int irq_table_load(const char *path, IrqTable *ret) {
 
                 while (isspace((unsigned char) *p))
                         p++;
-                if (startswith(p, "CPU")) {
+                if (str_startswith(p, "CPU")) {
                         for (char *q = p; (q = strstr(q, "CPU")); q += 3)
                                 ncpu++;
                         continue;

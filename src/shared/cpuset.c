@@ -55,6 +55,28 @@ unsigned cpuset_span(const CpuSet *s) {
         return 0;
 }
 
+int cpuset_or(CpuSet *dst, const CpuSet *src) {
+        if (src->n_words > dst->n_words) {
+                unsigned long *n = realloc(dst->bits, src->n_words * sizeof(unsigned long));
+                if (!n)
+                        return -ENOMEM;
+                memset(n + dst->n_words, 0, (src->n_words - dst->n_words) * sizeof(unsigned long));
+                dst->bits = n;
+                dst->n_words = src->n_words;
+        }
+        for (size_t i = 0; i < src->n_words; i++)
+                dst->bits[i] |= src->bits[i];
+        return 0;
+}
+
+bool cpuset_intersects(const CpuSet *a, const CpuSet *b) {
+        size_t n = MIN(a->n_words, b->n_words);
+        for (size_t i = 0; i < n; i++)
+                if (a->bits[i] & b->bits[i])
+                        return true;
+        return false;
+}
+
 bool cpuset_equal(const CpuSet *a, const CpuSet *b) {
         size_t n = MAX(a->n_words, b->n_words);
         for (size_t i = 0; i < n; i++) {

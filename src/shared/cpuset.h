@@ -18,6 +18,9 @@ bool cpuset_contains(const CpuSet *s, unsigned cpu);
 size_t cpuset_count(const CpuSet *s);
 bool cpuset_equal(const CpuSet *a, const CpuSet *b);
 int cpuset_copy(CpuSet *dst, const CpuSet *src);
+/* dst |= src */
+int cpuset_or(CpuSet *dst, const CpuSet *src);
+bool cpuset_intersects(const CpuSet *a, const CpuSet *b);
 /* Largest CPU + 1, or 0 for an empty set. */
 unsigned cpuset_span(const CpuSet *s);
 

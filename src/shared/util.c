@@ -75,11 +75,11 @@ char *strdup_or_null(const char *s) {
         return s ? strdup(s) : NULL;
 }
 
-bool startswith(const char *s, const char *prefix) {
+bool str_startswith(const char *s, const char *prefix) {
         return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-bool endswith(const char *s, const char *suffix) {
+bool str_endswith(const char *s, const char *suffix) {
         size_t a = strlen(s), b = strlen(suffix);
         return a >= b && memcmp(s + a - b, suffix, b) == 0;
 }

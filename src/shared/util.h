@@ -20,8 +20,10 @@ void strv_sort(char **l);
 
 char *strstrip(char *s);                        /* in place, returns s */
 char *strdup_or_null(const char *s);
-bool startswith(const char *s, const char *prefix);
-bool endswith(const char *s, const char *suffix);
+/* Not startswith(): libnvme 1.3 exports a function of that name (returning char *), and
+ * ours would interpose it inside libnvme.so. */
+bool str_startswith(const char *s, const char *prefix);
+bool str_endswith(const char *s, const char *suffix);
 int asprintf_safe(char **ret, const char *fmt, ...) _printf_(2, 3);
 char *path_join(const char *a, const char *b);   /* "a/b", tolerates slashes; NULL on OOM */
 

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libnvme.h>
+
+#include "nvme-feature.h"
+#include "nvme.h"
+#include "util.h"
+
+NvmeCtrl *nvme_ctrl_free(NvmeCtrl *c) {
+        if (!c)
+                return NULL;
+        free(c->name);
+        free(c->syspath);
+        free(c->devnode);
+        free(c->transport);
+        free(c->model);
+        free(c->serial);
+        free(c->firmware);
+        free(c->subsysnqn);
+        free(c->address);
+        free(c->state);
+        free(c->identify_error);
+        free(c);
+        return NULL;
+}
+
+static char *sysattr(struct udev_device *u, const char *attr) {
+        const char *v = udev_device_get_sysattr_value(u, attr);
+        char *c;
+        if (!v)
+                return NULL;
+        c = strdup(v);
+        if (c && !*strstrip(c)) {
+                free(c);
+                return NULL;
+        }
+        return c;
+}
+
+static unsigned sysattr_uint(struct udev_device *u, const char *attr) {
+        _cleanup_free_ char *v = sysattr(u, attr);
+        unsigned n;
+        return v && safe_atou(v, &n) == 0 ? n : 0;
+}
+
+static int open_ctrl(const NvmeCtrl *c, char **ret_why) {
+        int fd;
+        if (!c->devnode) {
+                if (ret_why)
+                        *ret_why = strdup("the controller has no device node");
+                return -ENODEV;
+        }
+        fd = open(c->devnode, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                int r = -errno;
+                if (ret_why)
+                        (void) asprintf_safe(ret_why, "cannot open %s: %s", c->devnode, strerror(-r));
+                return r;
+        }
+        return fd;
+}
+
+/* libnvme returns -1 with errno for ioctl failures and the NVMe status (> 0) when the
+ * controller completed the command with an error. */
+static int command_result(int r, uint8_t fid, const char *what, char **ret_why) {
+        int status, sct, sc;
+        if (r == 0)
+                return 0;
+        if (r < 0) {
+                r = -errno;
+                if (ret_why)
+                        (void) asprintf_safe(ret_why, "%s feature 0x%02x failed: %s", what, fid, strerror(-r));
+                return r;
+        }
+        status = nvme_status_get_value(r);
+        sct = NVME_GET(status, SCT);
+        sc = NVME_GET(status, SC);
+        if (ret_why)
+                (void) asprintf_safe(ret_why, "controller answered %s feature 0x%02x with status 0x%x (%s)", what, fid,
+                                     status, nvme_status_to_string(r, false));
+        /* Generic status Invalid Field in Command is how a controller says it does not
+         * implement a feature; 0x0D is Feature Identifier Not Saveable, 0x0E Feature
+         * Not Changeable (NVMe 2.0 figure 102 and figure 107). */
+        if (nvme_status_get_type(r) == NVME_STATUS_TYPE_NVME &&
+            ((sct == NVME_SCT_GENERIC && sc == NVME_SC_INVALID_FIELD) ||
+             (sct == NVME_SCT_CMD_SPECIFIC &&
+              (sc == NVME_SC_FEATURE_NOT_CHANGEABLE || sc == NVME_SC_FEATURE_NOT_SAVEABLE))))
+                return -EOPNOTSUPP;
+        return -EIO;
+}
+
+int nvme_ctrl_get_feature(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_dw, char **ret_why) {
+        struct nvme_get_features_args a;
+        uint8_t data[NVME_APST_TABLE_BYTES] = {};
+        uint32_t result = 0;
+        int fd, r;
+
+        fd = open_ctrl(c, ret_why);
+        if (fd < 0)
+                return fd;
+        /* Only APST returns data (its table); the buffer is there for it. */
+        nvme_feature_get_args(&a, fd, fid, &result, fid == NVME_FEAT_FID_AUTO_PST ? data : NULL,
+                              fid == NVME_FEAT_FID_AUTO_PST ? sizeof(data) : 0);
+        r = command_result(nvme_get_features(&a), fid, "Get Features", ret_why);
+        close(fd);
+        if (r == 0)
+                *ret_dw = result;
+        return r;
+}
+
+int nvme_ctrl_set_feature(const NvmeCtrl *c, uint8_t fid, uint32_t cdw11, char **ret_why) {
+        struct nvme_set_features_args a;
+        uint8_t table[NVME_APST_TABLE_BYTES] = {};
+        uint32_t result = 0;
+        int fd, r;
+
+        fd = open_ctrl(c, ret_why);
+        if (fd < 0)
+                return fd;
+        nvme_feature_set_args(&a, fd, fid, cdw11, &result, fid == NVME_FEAT_FID_AUTO_PST ? table : NULL,
+                              fid == NVME_FEAT_FID_AUTO_PST ? sizeof(table) : 0);
+        r = command_result(nvme_set_features(&a), fid, "Set Features", ret_why);
+        close(fd);
+        return r;
+}
+
+static void identify(NvmeCtrl *c) {
+        struct nvme_id_ctrl id = {};
+        uint32_t dw = 0;
+        int fd, r;
+
+        fd = open_ctrl(c, &c->identify_error);
+        if (fd < 0)
+                return;
+        r = command_result(nvme_identify_ctrl(fd, &id), 0, "Identify", &c->identify_error);
+        close(fd);
+        if (r < 0)
+                return;
+        c->identified = true;
+        c->apsta = id.apsta & NVME_CTRL_APSTA_APST;
+        c->npss = id.npss;
+        /* Get Features 0x07 reports what the controller granted at probe. */
+        if (nvme_ctrl_get_feature(c, NVME_FEAT_FID_NUM_QUEUES, &dw, NULL) == 0)
+                nvme_num_queues_from_dw(dw, &c->granted_sq, &c->granted_cq);
+}
+
+int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
+        _cleanup_(nvme_ctrl_freep) NvmeCtrl *c = calloc(1, sizeof(NvmeCtrl));
+        _cleanup_free_ char *pm = NULL;
+        const char *n;
+        int node;
+
+        if (!c)
+                return -ENOMEM;
+        c->name = strdup(udev_device_get_sysname(u));
+        c->syspath = strdup(udev_device_get_syspath(u));
+        if (!c->name || !c->syspath)
+                return -ENOMEM;
+        c->devnode = strdup_or_null(udev_device_get_devnode(u));
+        c->transport = sysattr(u, "transport");
+        c->model = sysattr(u, "model");
+        c->serial = sysattr(u, "serial");
+        c->firmware = sysattr(u, "firmware_rev");
+        c->subsysnqn = sysattr(u, "subsysnqn");
+        c->address = sysattr(u, "address");
+        c->state = sysattr(u, "state");
+        c->numa_node = -1;
+        n = udev_device_get_sysattr_value(u, "numa_node");
+        if (n && safe_atoi(n, &node) == 0)
+                c->numa_node = node;
+        c->queue_count = sysattr_uint(u, "queue_count");
+        c->sqsize = sysattr_uint(u, "sqsize");
+        pm = path_join(c->syspath, "power/pm_qos_latency_tolerance_us");
+        c->has_pm_qos = pm && access(pm, F_OK) == 0;
+        identify(c);
+        *ret = TAKE_PTR(c);
+        return 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libudev.h>
+
+#include "macro.h"
+
+/* One NVMe controller (/sys/class/nvme/nvmeX): its identity from sysfs, and from
+ * Identify Controller and Get Features 0x07 sent through libnvme. Read once per
+ * discovery, never written. */
+typedef struct NvmeCtrl {
+        char *name;         /* nvme0 */
+        char *syspath;
+        char *devnode;      /* /dev/nvme0: the admin command channel */
+        char *transport;    /* pcie, tcp, rdma, fc, loop */
+        char *model, *serial, *firmware, *subsysnqn, *address, *state;
+        int numa_node;      /* -1: none */
+        unsigned queue_count;  /* sysfs queue_count: the admin queue plus the I/O queues in use */
+        unsigned sqsize;       /* sysfs sqsize: the I/O queue depth in use - 1, i.e.
+                                * min(CAP.MQES, nvme.io_queue_depth - 1) on PCIe */
+        bool has_pm_qos;       /* power/pm_qos_latency_tolerance_us: the kernel drives APST */
+        bool identified;       /* Identify Controller answered */
+        char *identify_error;  /* why it did not (no device node, permission, status) */
+        bool apsta;            /* Identify Controller APSTA bit 0 */
+        unsigned npss;         /* power states - 1 */
+        unsigned granted_sq, granted_cq; /* Get Features 0x07, 0 = unknown */
+} NvmeCtrl;
+
+NvmeCtrl *nvme_ctrl_free(NvmeCtrl *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(NvmeCtrl *, nvme_ctrl_free);
+
+/* Probe the controller behind udev device `u` (subsystem "nvme"). Admin command
+ * failures are recorded in identify_error, not returned: a controller we cannot
+ * talk to is still one we can describe. */
+int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret);
+
+/* Generic Get/Set Features on the controller (libnvme nvme_get_features() and
+ * nvme_set_features(), with the words of nvme-feature.h). 0 on success;
+ * -EOPNOTSUPP when the controller rejects the feature as not supported or not
+ * changeable; other -errno otherwise. *ret_why (may be NULL) says which, in words. */
+int nvme_ctrl_get_feature(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_dw, char **ret_why);
+int nvme_ctrl_set_feature(const NvmeCtrl *c, uint8_t fid, uint32_t cdw11, char **ret_why);

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "log.h"
+#include "nvme-apply.h"
 #include "originals.h"
 #include "reconcile.h"
 #include "util.h"
@@ -39,9 +43,16 @@ static int read_knob(const Device *d, const Knob *k, char **ret) {
         return k->normalize(raw, ret);
 }
 
-static int read_setting(const Device *d, const Setting *s, char **ret) {
+/* *ret_why (may be NULL) gets a controller row's reason for a failure or -EOPNOTSUPP. */
+static int read_setting(const Device *d, const Setting *s, char **ret, char **ret_why) {
         _cleanup_free_ char *raw = NULL;
         int r;
+        if (s->knob->scope == KNOB_SCOPE_CTRL) {
+                r = nvme_row_read(d->nvme, s->knob, &raw, ret_why);
+                if (r < 0)
+                        return r;
+                return s->knob->normalize(raw, ret);
+        }
         if (!s->path)
                 return read_knob(d, s->knob, ret);
         r = read_attr(s->path, &raw);
@@ -50,7 +61,9 @@ static int read_setting(const Device *d, const Setting *s, char **ret) {
         return s->knob->normalize(raw, ret);
 }
 
-static int write_setting(const Device *d, const Setting *s, const char *value) {
+static int write_setting(const Device *d, const Setting *s, const char *value, char **ret_why) {
+        if (s->knob->scope == KNOB_SCOPE_CTRL)
+                return nvme_row_write(d->nvme, s->knob, value, ret_why);
         return s->path ? write_attr(s->path, value) : write_attr_at(d->syspath, s->knob->attr, value);
 }
 
@@ -92,6 +105,184 @@ static int write_failure_note(Setting *s, const char *value, int r) {
         return 0;
 }
 
+static void queue_map_detail(Setting *s, const NvmeQueueMap *m) {
+        free(s->detail);
+        s->detail = NULL;
+        (void) asprintf_safe(&s->detail, "queues: %u default, %u read, %u poll", m->n_default, m->n_read, m->n_poll);
+}
+
+static unsigned queue_map_count(KnobId id, const NvmeQueueMap *m) {
+        return id == KNOB_NVME_POLL_QUEUES ? m->n_poll : nvme_queue_map_write_queues(m);
+}
+
+/* Where the root file system lives on NVMe, the driver loads from the initramfs,
+ * which must carry the drop-in too. */
+static bool root_on_nvme(void) {
+        struct stat st;
+        char link[64], target[4096];
+        ssize_t n;
+        if (stat("/", &st) < 0)
+                return false;
+        snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
+        n = readlink(link, target, sizeof(target) - 1);
+        if (n < 0)
+                return false;
+        target[n] = 0;
+        return strstr(target, "/nvme/") != NULL;
+}
+
+/* nvme.poll_queues / nvme.write_queues as seen on one controller. The parameter is
+ * module-wide and read when the driver probes a controller (FACTS.md): what can be
+ * done now is to record it in our modprobe.d drop-in, and, with `apply: rebind`,
+ * to rebind an idle controller so that it is probed again. */
+static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOptions *o) {
+        const Device *d = p->device;
+        const NvmeCtrl *c = d->nvme;
+        const Knob *k = s->knob;
+        _cleanup_free_ char *note = NULL, *why = NULL;
+        KnobFacts facts = { .possible_cpus = possible_cpus() };
+        int dropin[_KNOB_MAX], target, r;
+        unsigned have, want;
+        NvmeQueueMap m;
+        bool in_place, unbound;
+
+        if (!c->transport || !streq(c->transport, "pcie")) {
+                set_state(s, STATE_UNSUPPORTED, 0,
+                          "%s is a %s controller: fabrics take queue counts when connecting "
+                          "(nvme connect --nr-poll-queues, --nr-write-queues)",
+                          c->name, c->transport ?: "non-PCIe");
+                return 0;
+        }
+        r = k->resolve(s->desired, &facts, &s->effective, &note);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                set_state(s, STATE_FAILED, r, "cannot resolve '%s'", s->desired);
+                return 0;
+        }
+        set_note(s, TAKE_PTR(note));
+        r = nvme_queue_map_from_queues(d->queues, d->n_queues, d->io_poll, &m);
+        if (r < 0)
+                return r;
+        if (!m.known) {
+                set_state(s, STATE_FAILED, -EIO, "cannot tell %s's queue maps from mq/*/cpu_list", d->name);
+                return 0;
+        }
+        queue_map_detail(s, &m);
+        have = queue_map_count(k->id, &m);
+        if (asprintf_safe(&s->observed, "%u", have) < 0)
+                return -ENOMEM;
+        r = safe_atou(s->effective, &want);
+        if (r < 0)
+                return r;
+        if (have >= want) {
+                if (have > want)
+                        set_state(s, STATE_OK, 0,
+                                  "nvme.%s is module-wide: the controller has %u because another profile or the "
+                                  "driver's setting asks for more",
+                                  k->attr, have);
+                else
+                        s->state = STATE_OK;
+                return 0;
+        }
+
+        if (nvme_module_kind(o->nvme_module_dir ?: NVME_SYSFS_MODULE) == NVME_MODULE_BUILTIN) {
+                set_state(s, STATE_FAILED, -EOPNOTSUPP,
+                          "nvme is built into this kernel: modprobe.d does not apply; put nvme.%s=%u on the kernel "
+                          "command line",
+                          k->attr, want);
+                return 0;
+        }
+        target = o->module_targets && o->module_targets[k->id] > (int) want ? o->module_targets[k->id] : (int) want;
+        r = o->modprobe_dropin ? nvme_dropin_read(o->modprobe_dropin, dropin) : 0;
+        if (!o->modprobe_dropin)
+                for (size_t i = 0; i < _KNOB_MAX; i++)
+                        dropin[i] = -1;
+        if (r < 0) {
+                set_state(s, STATE_FAILED, r, "cannot read %s: %m", o->modprobe_dropin);
+                return 0;
+        }
+        in_place = dropin[k->id] >= (int) want;
+
+        if (o->mode == RECONCILE_DRY_RUN || o->mode == RECONCILE_VERIFY) {
+                if (in_place)
+                        set_state(s, STATE_PENDING_REBOOT, 0,
+                                  "nvme.%s=%d is in %s; %s gets the queues when the driver next probes it "
+                                  "(reboot%s)",
+                                  k->attr, dropin[k->id], o->modprobe_dropin, c->name,
+                                  p->nvme_rebind ? ", or apply rebinds it when idle" : "");
+                else if (o->mode == RECONCILE_VERIFY)
+                        set_state(s, STATE_DRIFTED, 0, "nvme.%s=%u is not in %s", k->attr, want,
+                                  o->modprobe_dropin ?: "the modprobe.d drop-in");
+                else
+                        set_state(s, STATE_CHANGED, 0, "would write nvme.%s=%d to %s, then %s", k->attr, target,
+                                  o->modprobe_dropin ?: "the modprobe.d drop-in",
+                                  p->nvme_rebind ? "rebind the controller if it is idle (apply: rebind)"
+                                                 : "wait for the next boot");
+                return 0;
+        }
+
+        /* APPLY */
+        if (!o->modprobe_dropin) {
+                set_state(s, STATE_FAILED, -EROFS, "no modprobe.d drop-in to write nvme.%s to", k->attr);
+                return 0;
+        }
+        if (s->hold) {
+                set_state(s, STATE_DRIFTED, 0, "held back: something keeps changing it (see the conflict report)");
+                return 0;
+        }
+        if (dropin[k->id] != target) {
+                if (dropin[k->id] >= 0)
+                        (void) asprintf_safe(&s->previous, "%d", dropin[k->id]);
+                dropin[k->id] = target;
+                /* The other parameter keeps its value, or takes the largest wanted now. */
+                for (size_t i = 0; o->module_targets && i < _KNOB_MAX; i++)
+                        if (knob_table[i].scope == KNOB_SCOPE_MODULE && o->module_targets[i] > dropin[i])
+                                dropin[i] = o->module_targets[i];
+                r = nvme_dropin_write(o->modprobe_dropin, dropin);
+                if (r < 0) {
+                        set_state(s, STATE_FAILED, r, "cannot write %s: %m", o->modprobe_dropin);
+                        return 0;
+                }
+        }
+        if (!p->nvme_rebind) {
+                set_state(s, STATE_PENDING_REBOOT, 0,
+                          "nvme.%s=%d is in %s; %s gets the queues when the driver next probes it (reboot%s, "
+                          "or `apply: rebind` in the profile)",
+                          k->attr, target, o->modprobe_dropin, c->name,
+                          root_on_nvme() ? "; root is on NVMe: rebuild the initramfs first" : "");
+                return 0;
+        }
+        r = nvme_ctrl_in_use(c, &why);
+        if (r != 0) {
+                set_state(s, STATE_PENDING_REBOOT, 0, "not rebinding %s: %s; nvme.%s=%d takes effect at the next boot",
+                          c->name, r < 0 ? strerror(-r) : why, k->attr, target);
+                return 0;
+        }
+        free(why);
+        why = NULL;
+        log_info("Rebinding %s (%s) to the nvme driver for nvme.%s=%d.", c->name, c->address ?: "?", k->attr, target);
+        r = nvme_ctrl_rebind(c, dropin, 30 * 1000000ULL, &unbound, &m, &why);
+        p->rebound = unbound;
+        if (r < 0) {
+                set_state(s, STATE_FAILED, r, "%s", why ?: "rebinding failed");
+                return 0;
+        }
+        queue_map_detail(s, &m);
+        have = queue_map_count(k->id, &m);
+        s->previous = TAKE_PTR(s->observed);
+        if (asprintf_safe(&s->observed, "%u", have) < 0)
+                return -ENOMEM;
+        if (have >= want)
+                set_state(s, STATE_CHANGED, 0, "rebound %s, which was idle: it now has %u %s queue(s)", c->name, have,
+                          k->id == KNOB_NVME_POLL_QUEUES ? "poll" : "write");
+        else
+                set_state(s, STATE_FAILED, -EIO,
+                          "rebound %s, but it came back with %u %s queue(s) (the controller granted %u I/O queues)",
+                          c->name, have, k->id == KNOB_NVME_POLL_QUEUES ? "poll" : "write", c->granted_sq);
+        return 0;
+}
+
 int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
         const Device *d = p->device;
         _cleanup_free_ char *scheduler_now = NULL;
@@ -115,10 +306,34 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 s->error = 0;
                 if (k->needs_mq && !d->has_mq)
                         continue; /* planned as unsupported */
+                if (k->scope == KNOB_SCOPE_MODULE) {
+                        if (o->mode == RECONCILE_APPLY && !recorded && o->originals_dir) {
+                                /* The first write to this disk's world: record before it. */
+                                r = originals_record(o->originals_dir, p);
+                                if (r < 0)
+                                        return log_debug_errno(r, "Cannot record originals of %s: %m", d->name);
+                                recorded = true;
+                        }
+                        r = reconcile_module_row(p, s, o);
+                        if (r < 0)
+                                return r;
+                        if (p->rebound)
+                                return 0; /* the disk is gone and back: the caller plans it afresh */
+                        continue;
+                }
 
-                r = read_setting(d, s, &s->observed);
+                _cleanup_free_ char *why = NULL;
+                r = read_setting(d, s, &s->observed, &why);
                 if (r == -ENOMEM)
                         return r;
+                if (r == -EOPNOTSUPP) {
+                        set_state(s, STATE_UNSUPPORTED, 0, "%s", why ?: "not supported by this controller");
+                        continue;
+                }
+                if (r < 0 && why) {
+                        set_state(s, STATE_FAILED, r, "%s", why);
+                        continue;
+                }
                 if (r == -ENOENT && s->irq >= 0) {
                         set_state(s, STATE_FAILED, r, "IRQ %d is gone (its device was removed?)", s->irq);
                         continue;
@@ -207,9 +422,15 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                                 return log_debug_errno(r, "Cannot record originals of %s: %m", d->name);
                         recorded = true;
                 }
-                r = write_setting(d, s, s->effective);
+                free(why);
+                why = NULL;
+                r = write_setting(d, s, s->effective, &why);
                 s->previous = TAKE_PTR(s->observed);
-                if (read_setting(d, s, &s->observed) < 0) {
+                if (r == -EOPNOTSUPP) {
+                        set_state(s, STATE_UNSUPPORTED, 0, "%s", why ?: "not supported by this controller");
+                        continue;
+                }
+                if (read_setting(d, s, &s->observed, NULL) < 0) {
                         set_state(s, STATE_FAILED, r < 0 ? r : -EIO, "cannot read %s back after writing", k->attr);
                         continue;
                 }
@@ -229,6 +450,8 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 } else if (s->irq >= 0 && r == -EROFS)
                         set_state(s, STATE_FAILED, r,
                                   "/proc/irq is read-only here (ProtectKernelTunables= in the unit?)");
+                else if (r < 0 && why)
+                        set_state(s, STATE_FAILED, r, "%s", why);
                 else if (r < 0)
                         write_failure_note(s, s->effective, r);
                 else

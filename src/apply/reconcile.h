@@ -17,6 +17,14 @@ typedef struct ReconcileOptions {
         /* Record originals here before the first write to a disk; NULL: do not
          * (restore itself must not overwrite the record it restores from). */
         const char *originals_dir;
+        /* The modprobe.d drop-in for the module-wide NVMe queue counts
+         * (NVME_MODPROBE_DROPIN); NULL: those rows are only read, never written. */
+        const char *modprobe_dropin;
+        /* plan_module_targets() over every current plan, so that the drop-in holds the
+         * largest value any profile wants; NULL: each row's own value. */
+        const int *module_targets;
+        /* /sys/module/nvme, or a test tree's; NULL: the real one. */
+        const char *nvme_module_dir;
 } ReconcileOptions;
 
 /* Fills every setting's effective, observed, state and note. Returns 0 when it

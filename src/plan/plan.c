@@ -41,6 +41,7 @@ DevicePlan *device_plan_free(DevicePlan *p) {
         free(p->reason);
         free(p->error);
         free(p->irq_note);
+        free(p->nvme_note);
         for (size_t i = 0; i < p->n_settings; i++)
                 setting_done(&p->settings[i]);
         free(p->settings);
@@ -178,6 +179,27 @@ static int add_setting(DevicePlan *p, const Knob *k, const char *desired, const 
         return 0;
 }
 
+/* A controller row: planned only where the disk has an NVMe controller of its own. */
+static int add_ctrl_setting(DevicePlan *p, const Knob *k, const char *desired, const Mark *origin) {
+        Setting *s;
+        int r;
+
+        if (!p->device->nvme) {
+                if (!p->nvme_note && str_startswith(p->device->name, "nvme") && p->device->multipath_head)
+                        return (p->nvme_note = strdup("multipath head: the controller settings are planned on "
+                                                      "its hidden nvmeXcYnZ paths"))
+                                       ? 0
+                                       : -ENOMEM;
+                return 0; /* not NVMe: the profile's nvme: section does not apply */
+        }
+        r = add_setting(p, k, desired, origin);
+        if (r < 0)
+                return r;
+        s = &p->settings[p->n_settings - 1];
+        s->object = strdup(p->device->nvme->name);
+        return s->object ? 0 : -ENOMEM;
+}
+
 static int device_plan_new(Device *d, DevicePlan **ret) {
         DevicePlan *p = calloc(1, sizeof(DevicePlan));
         if (!p) {
@@ -260,20 +282,33 @@ static int plan_irqs(DevicePlan *p, const IrqPolicy *pol, const PlanContext *ctx
         return r < 0 ? r : 0;
 }
 
+static bool is_ctrl_row(const Setting *s) {
+        return s->knob->scope == KNOB_SCOPE_CTRL || s->knob->scope == KNOB_SCOPE_MODULE;
+}
+
+static bool same_object(const Setting *a, const Setting *b) {
+        if (a->irq >= 0)
+                return a->irq == b->irq;
+        return is_ctrl_row(a) && a->knob == b->knob && a->object && b->object && streq(a->object, b->object);
+}
+
 void plan_drop_claimed_irqs(DevicePlan *p, DevicePlan *const *others, size_t n_others) {
         size_t w = 0;
-        const char *owner = NULL;
+        const char *irq_owner = NULL, *ctrl_owner = NULL;
 
         for (size_t i = 0; i < p->n_settings; i++) {
                 Setting *s = &p->settings[i];
                 bool claimed = false;
-                for (size_t o = 0; s->irq >= 0 && o < n_others && !claimed; o++) {
+                for (size_t o = 0; (s->irq >= 0 || is_ctrl_row(s)) && o < n_others && !claimed; o++) {
                         if (others[o] == p || streq(others[o]->device->name, p->device->name))
                                 continue; /* itself, or its own previous plan */
                         for (size_t k = 0; k < others[o]->n_settings && !claimed; k++)
-                                if (others[o]->settings[k].irq == s->irq) {
+                                if (same_object(s, &others[o]->settings[k])) {
                                         claimed = true;
-                                        owner = others[o]->device->name;
+                                        if (s->irq >= 0)
+                                                irq_owner = others[o]->device->name;
+                                        else
+                                                ctrl_owner = others[o]->device->name;
                                 }
                 }
                 if (claimed) {
@@ -283,9 +318,26 @@ void plan_drop_claimed_irqs(DevicePlan *p, DevicePlan *const *others, size_t n_o
                 p->settings[w++] = *s;
         }
         p->n_settings = w;
-        if (owner && !p->irq_note)
+        if (irq_owner && !p->irq_note)
                 (void) asprintf_safe(&p->irq_note, "its interrupt vectors are shared with %s and planned there",
-                                     owner);
+                                     irq_owner);
+        if (ctrl_owner && !p->nvme_note)
+                (void) asprintf_safe(&p->nvme_note, "its controller %s is shared with %s and planned there",
+                                     p->device->nvme ? p->device->nvme->name : "?", ctrl_owner);
+}
+
+void plan_module_targets(DevicePlan *const *plans, size_t n, int targets[_KNOB_MAX]) {
+        for (size_t k = 0; k < _KNOB_MAX; k++)
+                targets[k] = -1;
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < plans[i]->n_settings; j++) {
+                        const Setting *s = &plans[i]->settings[j];
+                        unsigned v;
+                        if (s->knob->scope != KNOB_SCOPE_MODULE || safe_atou(s->desired, &v) < 0)
+                                continue;
+                        if ((int) v > targets[s->knob->id])
+                                targets[s->knob->id] = (int) v;
+                }
 }
 
 int plan_device(const Config *c, Device *d, const PlanContext *ctx, DevicePlan **ret) {
@@ -350,9 +402,19 @@ int plan_device(const Config *c, Device *d, const PlanContext *ctx, DevicePlan *
                 const Value *v = rule && rule->set[k].value ? &rule->set[k] : &prof->resolved[k];
                 if (!v->value)
                         continue;
+                if (knob_table[k].scope == KNOB_SCOPE_CTRL || knob_table[k].scope == KNOB_SCOPE_MODULE) {
+                        r = add_ctrl_setting(p, &knob_table[k], v->value, &v->origin);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 r = add_setting(p, &knob_table[k], v->value, &v->origin);
                 if (r < 0)
                         return r;
+        }
+        {
+                const Value *a = rule && rule->set_nvme_apply.value ? &rule->set_nvme_apply : &prof->nvme_apply_resolved;
+                p->nvme_rebind = a->value && streq(a->value, "rebind");
         }
         {
                 /* A rule's `set: { irq: ... }` overrides the profile field by field. */
@@ -384,7 +446,9 @@ int plan_device_from_values(Device *d, const char *label, char *const values[_KN
                 return -ENOMEM;
         for (size_t k = 0; k < _KNOB_MAX; k++)
                 if (values[k]) {
-                        r = add_setting(p, &knob_table[k], values[k], NULL);
+                        r = knob_table[k].scope != KNOB_SCOPE_CTRL && knob_table[k].scope != KNOB_SCOPE_MODULE
+                                    ? add_setting(p, &knob_table[k], values[k], NULL)
+                                                                    : add_ctrl_setting(p, &knob_table[k], values[k], NULL);
                         if (r < 0)
                                 return r;
                 }

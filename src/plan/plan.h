@@ -68,6 +68,9 @@ typedef struct DevicePlan {
         IrqPlacement irq_placement;   /* LEAVE/UNSET: no vectors planned */
         bool keep_irqbalance_away;
         char *irq_note;     /* why no vectors were planned, when there is a reason to say */
+        bool nvme_rebind;   /* the profile allows `apply: rebind` for new queue counts */
+        bool rebound;       /* APPLY rebound the controller: this plan's device is stale */
+        char *nvme_note;    /* why no controller rows were planned, when there is a reason to say */
 } DevicePlan;
 
 DevicePlan *device_plan_free(DevicePlan *p);
@@ -98,7 +101,8 @@ int plan_device(const Config *c, Device *d, const PlanContext *ctx, DevicePlan *
  * first of them. */
 int plan_build(const Config *c, DeviceList *l, const PlanContext *ctx, Plan *ret);
 
-/* Drop from `p` the vectors that one of `others` already plans. */
+/* Drop from `p` the vectors and NVMe controller rows that one of `others` already
+ * plans (namespaces of one controller share both). */
 void plan_drop_claimed_irqs(DevicePlan *p, DevicePlan *const *others, size_t n_others);
 
 /* A plan whose desired values are given per knob (NULL = leave) and per vector
@@ -108,6 +112,11 @@ int plan_device_from_values(Device *d, const char *label, char *const values[_KN
 
 /* "/proc/irq/N/<attr>" under proc_root. */
 char *irq_attr_path(const char *proc_root, unsigned irq, const char *attr);
+
+/* The value every controller's module-wide row converges on: the largest any
+ * plan wants (nvme.poll_queues and nvme.write_queues are global to the driver).
+ * -1 where no plan has the row. */
+void plan_module_targets(DevicePlan *const *plans, size_t n, int targets[_KNOB_MAX]);
 
 /* For messages: the knob name, or "irq 26 (nvme0q1)" for a vector. */
 static inline const char *setting_label(const Setting *s) {

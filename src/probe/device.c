@@ -25,9 +25,7 @@ Device *device_free(Device *d) {
         nvme_ctrl_free(d->nvme);
         free(d->diskseq);
         free(d->multipath_head_name);
-        for (size_t i = 0; i < d->n_queues; i++)
-                free(d->queues[i].cpu_list);
-        free(d->queues);
+        hw_queues_free(d->queues, d->n_queues);
         strv_free(d->properties);
         free(d);
         return NULL;
@@ -150,8 +148,16 @@ static char *detect_transport(struct udev_device *u, const char *name) {
         return strdup("unknown");
 }
 
-static int read_queues(Device *d) {
-        _cleanup_free_ char *mq = path_join(d->syspath, "mq");
+void hw_queues_free(HwQueue *q, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(q[i].cpu_list);
+        free(q);
+}
+
+int hw_queues_read(const char *disk_syspath, HwQueue **ret, size_t *ret_n) {
+        _cleanup_free_ char *mq = path_join(disk_syspath, "mq");
+        HwQueue *q = NULL;
+        size_t n = 0;
         DIR *dh;
         struct dirent *de;
 
@@ -159,35 +165,45 @@ static int read_queues(Device *d) {
                 return -ENOMEM;
         dh = opendir(mq);
         if (!dh)
-                return 0; /* bio-based: no blk-mq queues */
-        d->has_mq = true;
+                return -errno; /* ENOENT: bio-based, no blk-mq queues */
         while ((de = readdir(dh))) {
                 unsigned idx;
                 char *cpus = NULL, rel[64];
-                HwQueue *n;
+                HwQueue *nq;
 
                 if (safe_atou(de->d_name, &idx) < 0)
                         continue;
                 snprintf(rel, sizeof(rel), "%u/cpu_list", idx);
                 if (read_attr_at(mq, rel, &cpus) < 0)
                         cpus = NULL; /* absent: an unmapped queue */
-                n = realloc(d->queues, (d->n_queues + 1) * sizeof(HwQueue));
-                if (!n) {
+                nq = realloc(q, (n + 1) * sizeof(HwQueue));
+                if (!nq) {
                         free(cpus);
                         closedir(dh);
+                        hw_queues_free(q, n);
                         return -ENOMEM;
                 }
-                d->queues = n;
-                d->queues[d->n_queues++] = (HwQueue) { .index = idx, .cpu_list = cpus };
+                q = nq;
+                q[n++] = (HwQueue) { .index = idx, .cpu_list = cpus };
         }
         closedir(dh);
         /* readdir order is arbitrary; keep queues in index order. */
-        for (size_t i = 1; i < d->n_queues; i++)
-                for (size_t j = i; j > 0 && d->queues[j - 1].index > d->queues[j].index; j--) {
-                        HwQueue t = d->queues[j];
-                        d->queues[j] = d->queues[j - 1];
-                        d->queues[j - 1] = t;
+        for (size_t i = 1; i < n; i++)
+                for (size_t j = i; j > 0 && q[j - 1].index > q[j].index; j--) {
+                        HwQueue t = q[j];
+                        q[j] = q[j - 1];
+                        q[j - 1] = t;
                 }
+        *ret = q;
+        *ret_n = n;
+        return 0;
+}
+
+static int read_queues(Device *d) {
+        int r = hw_queues_read(d->syspath, &d->queues, &d->n_queues);
+        if (r == -ENOMEM)
+                return r;
+        d->has_mq = r == 0;
         return 0;
 }
 

@@ -16,6 +16,10 @@ typedef struct HwQueue {
         char *cpu_list;     /* as sysfs prints it, e.g. "0, 1" */
 } HwQueue;
 
+/* The hardware queues below a disk's mq/, in index order. -ENOENT: bio-based disk. */
+int hw_queues_read(const char *disk_syspath, HwQueue **ret, size_t *ret_n);
+void hw_queues_free(HwQueue *q, size_t n);
+
 typedef struct Device {
         char *name;         /* kernel name: nvme0n1, sda, nvme1c1n1 */
         char *syspath;      /* /sys/devices/... */

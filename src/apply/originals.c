@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "fileio.h"
+#include "nvme-apply.h"
 #include "originals.h"
 #include "util.h"
 
@@ -63,6 +64,24 @@ static void add_irq_originals(json_object *irqs, const DevicePlan *p, bool *chan
         }
 }
 
+/* Controller rows (APST, coalescing) planned on this disk: their values before the
+ * first Set Features. Module-wide queue counts are not runtime values: the drop-in
+ * that holds them is removed by `iotunectl restore`. */
+static void add_ctrl_originals(json_object *values, const DevicePlan *p, bool *changed) {
+        for (size_t i = 0; i < p->n_settings; i++) {
+                const Setting *s = &p->settings[i];
+                _cleanup_free_ char *raw = NULL, *norm = NULL;
+                if (s->knob->scope != KNOB_SCOPE_CTRL || !p->device->nvme)
+                        continue;
+                if (json_object_object_get_ex(values, s->knob->name, NULL))
+                        continue; /* the first original wins */
+                if (nvme_row_read(p->device->nvme, s->knob, &raw, NULL) < 0 || s->knob->normalize(raw, &norm) < 0)
+                        continue;
+                json_object_object_add(values, s->knob->name, json_object_new_string(norm));
+                *changed = true;
+        }
+}
+
 static int write_record(const char *dir, const char *name, json_object *root) {
         _cleanup_free_ char *p = record_path(dir, name);
         const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -83,6 +102,8 @@ int originals_record(const char *dir, const DevicePlan *plan) {
                                 json_object_object_add(old, "irqs", irqs);
                         }
                         add_irq_originals(irqs, plan, &changed);
+                        if (json_object_object_get_ex(old, "values", &values))
+                                add_ctrl_originals(values, plan, &changed);
                         r = changed ? write_record(dir, d->name, old) : 0;
                         json_object_put(old);
                         return r;
@@ -114,6 +135,7 @@ int originals_record(const char *dir, const DevicePlan *plan) {
                         continue;
                 json_object_object_add(values, kn->name, json_object_new_string(norm));
         }
+        add_ctrl_originals(values, plan, &changed);
         json_object_object_add(root, "values", values);
         add_irq_originals(irqs, plan, &changed);
         json_object_object_add(root, "irqs", irqs);

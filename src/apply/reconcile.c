@@ -245,12 +245,13 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                         return 0;
                 }
         }
-        if (!p->nvme_rebind) {
+        if (!p->nvme_rebind || !o->allow_rebind) {
                 set_state(s, STATE_PENDING_REBOOT, 0,
-                          "nvme.%s=%d is in %s; %s gets the queues when the driver next probes it (reboot%s, "
-                          "or `apply: rebind` in the profile)",
+                          "nvme.%s=%d is in %s; %s gets the queues when the driver next probes it (reboot%s%s)",
                           k->attr, target, o->modprobe_dropin, c->name,
-                          root_on_nvme() ? "; root is on NVMe: rebuild the initramfs first" : "");
+                          root_on_nvme() ? "; root is on NVMe: rebuild the initramfs first" : "",
+                          !p->nvme_rebind ? ", or `apply: rebind` in the profile"
+                                          : "; not rebinding it again after one rebind");
                 return 0;
         }
         r = nvme_ctrl_in_use(c, &why);

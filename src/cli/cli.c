@@ -3,11 +3,13 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fileio.h"
 
 #include "cli.h"
 #include "log.h"
+#include "nvme-apply.h"
 #include "irqbalance.h"
 #include "originals.h"
 #include "reconcile.h"
@@ -21,6 +23,7 @@ int cli_init(Cli *c) {
         int r;
 
         if (asprintf_safe(&c->originals_dir, "%s%s/originals", root, IOTUNED_RUN_DIR) < 0 ||
+            asprintf_safe(&c->modprobe_dropin, "%s%s", root, NVME_MODPROBE_DROPIN) < 0 ||
             !(c->proc_root = strdup(root)) || asprintf_safe(&interrupts, "%s/proc/interrupts", root) < 0)
                 return log_oom();
         c->udev = udev_new();
@@ -40,6 +43,8 @@ int cli_init(Cli *c) {
 void cli_done(Cli *c) {
         free(c->originals_dir);
         c->originals_dir = NULL;
+        free(c->modprobe_dropin);
+        c->modprobe_dropin = NULL;
         free(c->proc_root);
         c->proc_root = NULL;
         topology_done(&c->topology);
@@ -148,14 +153,19 @@ static int collect_devices(Cli *c, const Config *cfg, char **names, DeviceList *
 /* Plan the named devices (all when none are named). Named devices are planned
  * within the plan of every disk, so that a vector shared by several disks of one
  * PCI function is planned with the same disk whichever is named. */
-static int plan_named(Cli *c, const Config *cfg, char **names, DeviceList *named, Plan *ret) {
+static int plan_named(Cli *c, const Config *cfg, char **names, DeviceList *named, Plan *ret,
+                      int module_targets[_KNOB_MAX]) {
         DiscoveryFilter f = filter_from_config(cfg);
         DeviceList all = {};
         Plan full = {}, p = {};
         int r;
 
-        if (strv_length(names) == 0)
-                return plan_build(cfg, named, &c->ctx, ret);
+        if (strv_length(names) == 0) {
+                r = plan_build(cfg, named, &c->ctx, ret);
+                if (r >= 0)
+                        plan_module_targets(ret->devices, ret->n, module_targets);
+                return r;
+        }
 
         r = device_enumerate(c->udev, &f, &all);
         if (r >= 0)
@@ -176,6 +186,8 @@ static int plan_named(Cli *c, const Config *cfg, char **names, DeviceList *named
                                 plan_drop_claimed_irqs(p.devices[p.n], &full.devices[j], 1);
                 p.n++;
         }
+        /* nvme.poll_queues and nvme.write_queues serve every disk, named or not. */
+        plan_module_targets(full.devices, full.n, module_targets);
         device_list_done(&all);
         device_list_done(named);
         plan_done(&full);
@@ -212,26 +224,81 @@ static void print_result(Cli *c, const char *command, const Plan *p, bool dry_ru
         output_plan_summary(p, command, dry_run);
 }
 
+/* udevd has handled every event so far (the namespaces of a rebound controller). */
+static void wait_for_udev(Cli *c, uint64_t timeout_usec) {
+        struct udev_queue *q = udev_queue_new(c->udev);
+        for (uint64_t waited = 0; q && !udev_queue_get_queue_is_empty(q) && waited < timeout_usec; waited += 100000)
+                usleep(100000);
+        udev_queue_unref(q);
+}
+
+/* The controllers an APPLY rebound, "nvme0" each. */
+static char **rebound_controllers(const Plan *p) {
+        char **l = NULL;
+        for (size_t i = 0; i < p->n; i++)
+                if (p->devices[i]->rebound && p->devices[i]->device->nvme)
+                        (void) strv_extend(&l, p->devices[i]->device->nvme->name);
+        return l;
+}
+
+static int plan_and_reconcile(Cli *c, const Config *cfg, char **devices, ReconcileMode mode, bool allow_rebind,
+                              Plan *ret) {
+        int targets[_KNOB_MAX];
+        ReconcileOptions o = { .mode = mode, .originals_dir = c->originals_dir, .modprobe_dropin = c->modprobe_dropin,
+                               .module_targets = targets, .allow_rebind = allow_rebind };
+        DeviceList devs = {};
+        int r, ex;
+
+        ex = collect_devices(c, cfg, devices, &devs);
+        if (ex != EXIT_OK)
+                return ex;
+        r = plan_named(c, cfg, devices, &devs, ret, targets);
+        if (r >= 0)
+                r = reconcile_plan(ret, &o);
+        if (r < 0) {
+                plan_done(ret);
+                log_error_errno(r, "Planning failed: %m");
+                return EXIT_FAILED;
+        }
+        return EXIT_OK;
+}
+
 static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *command, bool show_ok) {
         _cleanup_(config_freep) Config *cfg = NULL;
-        DeviceList devs = {};
+        _cleanup_strv_free_ char **rebound = NULL;
         Plan plan = {};
-        ReconcileOptions o = { .mode = mode, .originals_dir = c->originals_dir };
-        int r, ex;
+        int ex;
 
         ex = load_config(c, &cfg);
         if (ex != EXIT_OK)
                 return ex;
-        ex = collect_devices(c, cfg, devices, &devs);
+        ex = plan_and_reconcile(c, cfg, devices, mode, true, &plan);
         if (ex != EXIT_OK)
                 return ex;
-        r = plan_named(c, cfg, devices, &devs, &plan);
-        if (r >= 0)
-                r = reconcile_plan(&plan, &o);
-        if (r < 0) {
+        rebound = rebound_controllers(&plan);
+        if (rebound) {
+                /* A rebound controller's disks came back as new devices with default queue
+                 * settings and new vectors: plan and apply them afresh, once. No second
+                 * rebind can follow: the queues it was for are there now, or it failed. */
                 plan_done(&plan);
-                log_error_errno(r, "Planning failed: %m");
-                return EXIT_FAILED;
+                wait_for_udev(c, 30 * 1000000ULL);
+                ex = plan_and_reconcile(c, cfg, devices, mode, false, &plan);
+                if (ex != EXIT_OK)
+                        return ex;
+                for (size_t i = 0; i < plan.n; i++)
+                        for (size_t k = 0; k < plan.devices[i]->n_settings; k++) {
+                                Setting *s = &plan.devices[i]->settings[k];
+                                const NvmeCtrl *ctl = plan.devices[i]->device->nvme;
+                                if (s->knob->scope != KNOB_SCOPE_MODULE || !ctl || !strv_contains(rebound, ctl->name) ||
+                                    s->state != STATE_OK)
+                                        continue;
+                                s->state = STATE_CHANGED;
+                                free(s->note);
+                                s->note = NULL;
+                                (void) asprintf_safe(&s->note, "rebound %s, which was idle: it now has %s %s queue(s)",
+                                                     ctl->name, s->observed,
+                                                     s->knob->id == KNOB_NVME_POLL_QUEUES ? "poll" : "write");
+                        }
         }
 
         print_result(c, command, &plan, mode == RECONCILE_DRY_RUN, show_ok);
@@ -297,10 +364,43 @@ int cli_restore(Cli *c, char **devices) {
         if (!c->json)
                 for (char **g = gone; g && *g; g++)
                         printf("%s: gone or replaced since it was tuned; its record was dropped\n", *g);
+        if (strv_length(devices) == 0 && access(c->modprobe_dropin, F_OK) == 0) {
+                /* The NVMe queue counts are not runtime values: their drop-in goes, and the
+                 * driver's defaults come back when it next probes the controllers. */
+                if (unlink(c->modprobe_dropin) < 0) {
+                        log_error_errno(errno, "Cannot remove %s: %m", c->modprobe_dropin);
+                        ex = EXIT_FAILED;
+                } else if (!c->json)
+                        printf("removed %s: the nvme driver's own queue counts return at the next boot\n",
+                               c->modprobe_dropin);
+        }
         if (plan_has_state(&plan, STATE_FAILED))
                 ex = EXIT_FAILED;
         plan_done(&plan);
         return ex;
+}
+
+static void explain_nvme(const Device *d) {
+        const NvmeCtrl *n = d->nvme;
+        NvmeQueueMap m;
+
+        printf("  controller:  %s (%s%s%s, %s), NUMA node %d\n", n->name, n->transport ?: "?", n->address ? " " : "",
+               n->address ?: "", n->state ?: "?", n->numa_node);
+        if (n->identified) {
+                printf("    APST:      %s%s; %u power state%s\n", n->apsta ? "supported" : "not supported",
+                       n->apsta ? (n->has_pm_qos ? ", driven by the kernel" : ", not driven by the kernel (quirk)") : "",
+                       n->npss + 1, n->npss ? "s" : "");
+                if (n->granted_sq)
+                        printf("    queues:    %u I/O submission / %u completion queues granted (Get Features 0x07)\n",
+                               n->granted_sq, n->granted_cq);
+        } else
+                printf("    identify:  %s\n", n->identify_error ?: "not answered");
+        if (n->sqsize)
+                printf("    depth:     %u entries per I/O queue in use (min of CAP.MQES+1 and nvme.io_queue_depth)\n",
+                       n->sqsize + 1);
+        if (nvme_queue_map_from_queues(d->queues, d->n_queues, d->io_poll, &m) == 0 && m.known)
+                printf("    maps:      %u default, %u read, %u poll queue%s%s\n", m.n_default, m.n_read, m.n_poll,
+                       m.n_poll == 1 ? "" : "s", m.n_poll ? " (io_poll=1)" : "");
 }
 
 int cli_explain(Cli *c, const char *name) {
@@ -329,7 +429,10 @@ int cli_explain(Cli *c, const char *name) {
         }
         named.items[0] = dev;
         named.n = 1;
-        r = plan_named(c, cfg, names, &named, &pl);
+        int targets[_KNOB_MAX];
+        o.module_targets = targets;
+        o.modprobe_dropin = c->modprobe_dropin;
+        r = plan_named(c, cfg, names, &named, &pl, targets);
         if (r >= 0) {
                 dp = pl.devices[0];
                 pl.devices[0] = NULL;
@@ -365,6 +468,10 @@ int cli_explain(Cli *c, const char *name) {
                         printf("    mq/%u: CPUs %s\n", d->queues[q].index, d->queues[q].cpu_list ?: "(none)");
                 if (d->multipath_head_name)
                         printf("  multipath:   hidden path of %s\n", d->multipath_head_name);
+                if (d->nqn)
+                        printf("  NQN:         %s\n", d->nqn);
+                if (d->nvme)
+                        explain_nvme(d);
                 printf("\nRules, in the order they are tried:\n");
         }
 

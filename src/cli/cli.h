@@ -26,6 +26,7 @@ typedef struct Cli {
         bool quiet;
         bool all;                /* also list settings that are ok */
         char *originals_dir;     /* <root>/run/iotuned/originals */
+        char *modprobe_dropin;   /* <root>/etc/modprobe.d/iotuned-nvme.conf */
         char *proc_root;         /* "" or <root>: /proc/interrupts and /proc/irq live under it */
         struct udev *udev;
         Topology topology;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "nvme-feature.h"
 #include "util.h"
 
 json_object *output_json_new(const char *command) {
@@ -31,6 +32,40 @@ json_object *output_mark_json(const Mark *m) {
         return o;
 }
 
+/* The controller's identity and queues, for status and explain (--json). */
+static json_object *output_nvme_json(const Device *d) {
+        const NvmeCtrl *c = d->nvme;
+        json_object *o = json_object_new_object(), *maps = NULL;
+        NvmeQueueMap m;
+
+        json_object_object_add(o, "controller", json_object_new_string(c->name));
+        json_object_object_add(o, "transport", str_or_null(c->transport));
+        json_object_object_add(o, "address", str_or_null(c->address));
+        json_object_object_add(o, "state", str_or_null(c->state));
+        json_object_object_add(o, "model", str_or_null(c->model));
+        json_object_object_add(o, "serial", str_or_null(c->serial));
+        json_object_object_add(o, "firmware", str_or_null(c->firmware));
+        json_object_object_add(o, "subsysnqn", str_or_null(c->subsysnqn));
+        json_object_object_add(o, "numa_node", json_object_new_int(c->numa_node));
+        json_object_object_add(o, "queue_count", json_object_new_int((int) c->queue_count));
+        json_object_object_add(o, "io_queue_depth", c->sqsize ? json_object_new_int((int) c->sqsize + 1) : NULL);
+        json_object_object_add(o, "identified", json_object_new_boolean(c->identified));
+        json_object_object_add(o, "identify_error", str_or_null(c->identify_error));
+        json_object_object_add(o, "apst_supported", c->identified ? json_object_new_boolean(c->apsta) : NULL);
+        json_object_object_add(o, "apst_by_kernel", json_object_new_boolean(c->has_pm_qos));
+        json_object_object_add(o, "power_states", c->identified ? json_object_new_int((int) c->npss + 1) : NULL);
+        json_object_object_add(o, "granted_io_sq", c->granted_sq ? json_object_new_int((int) c->granted_sq) : NULL);
+        json_object_object_add(o, "granted_io_cq", c->granted_cq ? json_object_new_int((int) c->granted_cq) : NULL);
+        if (nvme_queue_map_from_queues(d->queues, d->n_queues, d->io_poll, &m) == 0 && m.known) {
+                maps = json_object_new_object();
+                json_object_object_add(maps, "default", json_object_new_int((int) m.n_default));
+                json_object_object_add(maps, "read", json_object_new_int((int) m.n_read));
+                json_object_object_add(maps, "poll", json_object_new_int((int) m.n_poll));
+        }
+        json_object_object_add(o, "queue_maps", maps);
+        return o;
+}
+
 static json_object *device_facts_json(const Device *d) {
         json_object *o = json_object_new_object(), *q = json_object_new_array();
         json_object_object_add(o, "syspath", json_object_new_string(d->syspath));
@@ -54,6 +89,9 @@ static json_object *device_facts_json(const Device *d) {
                 json_object_array_add(q, e);
         }
         json_object_object_add(o, "hw_queues", q);
+        json_object_object_add(o, "io_poll", json_object_new_boolean(d->io_poll));
+        json_object_object_add(o, "nqn", str_or_null(d->nqn));
+        json_object_object_add(o, "nvme", d->nvme ? output_nvme_json(d) : NULL);
         return o;
 }
 
@@ -90,7 +128,8 @@ json_object *output_plan_json(const Plan *p, bool dry_run) {
                         json_object_object_add(e, "knob", json_object_new_string(s->knob->name));
                         json_object_object_add(e, "object", str_or_null(s->object));
                         json_object_object_add(e, "irq", s->irq >= 0 ? json_object_new_int(s->irq) : NULL);
-                        json_object_object_add(e, "effective_affinity", str_or_null(s->detail));
+                        json_object_object_add(e, "effective_affinity", s->irq >= 0 ? str_or_null(s->detail) : NULL);
+                        json_object_object_add(e, "detail", s->irq < 0 ? str_or_null(s->detail) : NULL);
                         json_object_object_add(e, "desired", json_object_new_string(s->desired));
                         json_object_object_add(e, "effective", str_or_null(s->effective));
                         json_object_object_add(e, "observed", str_or_null(s->observed));
@@ -107,6 +146,7 @@ json_object *output_plan_json(const Plan *p, bool dry_run) {
                         }
                         json_object_array_add(settings, e);
                 }
+                json_object_object_add(d, "nvme_note", str_or_null(dp->nvme_note));
                 json_object_object_add(d, "settings", settings);
                 json_object_array_add(devs, d);
         }

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
+#include "nvme-apply.h"
 #include "originals.h"
 #include "reconcile.h"
 #include "restore.h"
@@ -65,6 +66,8 @@ Manager *manager_free(Manager *m) {
         free(m->irqbalance_state);
         free(m->root);
         free(m->originals_dir);
+        free(m->modprobe_dropin);
+        strv_free(m->rebound);
         free(m->status_path);
         free(m);
         return NULL;
@@ -81,6 +84,7 @@ int manager_new(const char *root, const char *config_dir, Manager **ret) {
         if (!m->root)
                 return -ENOMEM;
         if (asprintf_safe(&m->originals_dir, "%s%s/originals", m->root, IOTUNED_RUN_DIR) < 0 ||
+            asprintf_safe(&m->modprobe_dropin, "%s%s", m->root, NVME_MODPROBE_DROPIN) < 0 ||
             asprintf_safe(&m->status_path, "%s%s/status.json", m->root, IOTUNED_RUN_DIR) < 0)
                 return -ENOMEM;
         r = config_paths_default(m->root, config_dir, &m->paths);
@@ -332,9 +336,23 @@ static void keep_runtime(const DevicePlan *old, DevicePlan *new) {
 /* Plan and apply one disk from scratch (start, hotplug, reload) and keep its plan.
  * A re-plan of a known disk (udev "change") also restores knobs the new plan no
  * longer sets, exactly as a reload does. */
+/* The module-wide NVMe queue counts every current plan, plus `extra`, wants. */
+static void module_targets(const Manager *m, DevicePlan *extra, int targets[_KNOB_MAX]) {
+        int more[_KNOB_MAX];
+        plan_module_targets(m->plan.devices, m->plan.n, targets);
+        if (!extra)
+                return;
+        plan_module_targets(&extra, 1, more);
+        for (size_t k = 0; k < _KNOB_MAX; k++)
+                targets[k] = MAX(targets[k], more[k]);
+}
+
 static int manager_tune_device(Manager *m, Device *d) {
-        ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir };
+        int targets[_KNOB_MAX];
+        ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir,
+                               .modprobe_dropin = m->modprobe_dropin, .module_targets = targets };
         DevicePlan *p = NULL, **n;
+        const char *addr;
         ssize_t idx;
         int r;
 
@@ -342,7 +360,30 @@ static int manager_tune_device(Manager *m, Device *d) {
         if (r < 0)
                 return r;
         plan_drop_claimed_irqs(p, m->plan.devices, m->plan.n);
+        module_targets(m, p, targets);
+        /* A rebind brings the disks back as new devices, which come through here again:
+         * once per controller, so one that comes back short is not rebound forever. */
+        addr = p->device->nvme ? p->device->nvme->address : NULL;
+        o.allow_rebind = addr && !strv_contains(m->rebound, addr);
         r = reconcile_device(p, &o);
+        if (p->rebound) {
+                if (strv_extend(&m->rebound, addr) < 0) {
+                        device_plan_free(p);
+                        return -ENOMEM;
+                }
+                event_device(EVENT_TUNED, LOG_NOTICE, p,
+                             "%s: rebound controller %s for new queue counts; its disks come back as new devices",
+                             p->device->name, p->device->nvme->name);
+                idx = plan_index(m, p->device->name);
+                if (idx >= 0) {
+                        device_plan_free(m->plan.devices[idx]);
+                        memmove(m->plan.devices + idx, m->plan.devices + idx + 1,
+                                (m->plan.n - idx - 1) * sizeof(DevicePlan *));
+                        m->plan.n--;
+                }
+                device_plan_free(p);
+                return 0;
+        }
         if (r == -ENOMEM) {
                 device_plan_free(p);
                 return r;
@@ -464,11 +505,14 @@ static void note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now) {
 }
 
 int manager_check_drift(Manager *m) {
-        ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir };
+        int targets[_KNOB_MAX];
+        ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir,
+                               .modprobe_dropin = m->modprobe_dropin, .module_targets = targets };
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         bool changed = false;
         int r;
 
+        module_targets(m, NULL, targets);
         for (size_t i = 0; i < m->plan.n; i++) {
                 DevicePlan *p = m->plan.devices[i];
 

@@ -33,6 +33,8 @@ typedef struct Manager {
         char *root;                      /* "" or a test root */
         char *originals_dir;
         char *status_path;
+        char *modprobe_dropin;           /* NVME_MODPROBE_DROPIN under root */
+        char **rebound;                  /* PCI addresses of controllers rebound once already */
 
         /* irqbalance: the vectors we pin are banned at runtime through its socket */
         IrqBalance irqbalance;

@@ -196,8 +196,9 @@ static int add_ctrl_setting(DevicePlan *p, const Knob *k, const char *desired, c
         if (r < 0)
                 return r;
         s = &p->settings[p->n_settings - 1];
-        s->object = strdup(p->device->nvme->name);
-        return s->object ? 0 : -ENOMEM;
+        /* "nvme0 apst": the label in tables and journal messages, and the identity
+         * shared by every namespace of the controller. */
+        return asprintf_safe(&s->object, "%s %s", p->device->nvme->name, k->name);
 }
 
 static int device_plan_new(Device *d, DevicePlan **ret) {

@@ -39,7 +39,8 @@ typedef struct SettingRuntime {
 /* One knob on one object: the disk's queue, or one of its interrupt vectors. */
 typedef struct Setting {
         const Knob *knob;
-        char *object;       /* NULL: the disk itself; "irq 26 (nvme0q1)" for a vector */
+        char *object;       /* NULL: the disk itself; "irq 26 (nvme0q1)" for a vector, "nvme0 apst"
+                             * for a controller row */
         char *path;         /* attribute file; NULL: <disk syspath>/<knob->attr> */
         int irq;            /* the vector, -1 for queue knobs */
         bool managed_predicted; /* the driver manages this vector's affinity (irq_classify) */

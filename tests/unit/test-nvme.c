@@ -278,7 +278,7 @@ TEST(module_queue_counts_pending_reboot) {
         ASSERT_INT_EQ(plan_device(c, nvme_disk("nvme1n2", "nvme1", "B1"), NULL, &plans[2]), 0);
         plan_drop_claimed_irqs(plans[2], plans, 2);
         ASSERT_TRUE(row(plans[0], KNOB_NVME_POLL_QUEUES) && row(plans[1], KNOB_NVME_POLL_QUEUES));
-        ASSERT_STREQ(row(plans[0], KNOB_NVME_POLL_QUEUES)->object, "nvme0");
+        ASSERT_STREQ(row(plans[0], KNOB_NVME_POLL_QUEUES)->object, "nvme0 poll_queues");
         ASSERT_TRUE(row(plans[2], KNOB_NVME_POLL_QUEUES) == NULL); /* its controller is planned with nvme1n1 */
         ASSERT_TRUE(strstr(plans[2]->nvme_note, "shared with nvme1n1") != NULL);
 
@@ -363,7 +363,7 @@ TEST(controller_rows_only_on_nvme) {
         ASSERT_INT_EQ(plan_device(c, nvme_disk("nvme0n1", "nvme0", "X"), NULL, &n), 0);
         ASSERT_TRUE(n->nvme_rebind);
         ASSERT_STREQ(row(n, KNOB_NVME_APST)->desired, "off");
-        ASSERT_STREQ(row(n, KNOB_NVME_APST)->object, "nvme0");
+        ASSERT_STREQ(row(n, KNOB_NVME_APST)->object, "nvme0 apst");
         ASSERT_STREQ(row(n, KNOB_NVME_COALESCING)->desired, "threshold=8,time_us=100");
         Device *vd = nvme_disk("vda", "x", "X");
         vd->nvme = nvme_ctrl_free(vd->nvme);

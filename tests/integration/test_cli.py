@@ -98,7 +98,7 @@ class CliTest(unittest.TestCase):
         out = self.run_cli("plan").stdout
         self.assertRegex(out, r"DEVICE\s+KNOB\s+CURRENT\s+DESIRED\s+STATE\s+PROFILE\s+NOTE")
         self.assertRegex(out, r"nvme0n1\s+rq_affinity\s+1\s+2\s+would-change\s+latency")
-        self.assertIn("plan: 5 devices; 16 ok, 17 would change", out)
+        self.assertIn("plan: 5 devices; 18 ok, 17 would change, 2 unsupported", out)
 
     # -- apply / verify / restore ----------------------------------------
     def test_apply_verify_drift_restore(self):

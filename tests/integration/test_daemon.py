@@ -143,7 +143,7 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("nvme0n1 tuned with profile latency (rule nvme)", self.daemon_log())
         out = self.ctl("status").stdout
         self.assertIn(f"iotuned is running (pid {self.proc.pid}): 2 devices, 0 drifts corrected", out)
-        self.assertRegex(out, r"nvme0n1\s+latency\s+nvme\s+7 ok\s+0")
+        self.assertRegex(out, r"nvme0n1\s+latency\s+nvme\s+8 ok, 1 unsupported\s+0")
 
         # someone switches the scheduler back: corrected within an interval or two
         self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
@@ -173,7 +173,8 @@ class DaemonTest(unittest.TestCase):
         self.assertIn('iotuned_devices{profile="latency"} 1\n', text)
         self.assertIn('iotuned_devices{profile="throughput"} 1\n', text)
         self.assertIn('iotuned_devices{profile="mixed"} 0\n', text)
-        self.assertIn('iotuned_settings{state="ok"} 13\n', text)
+        self.assertIn('iotuned_settings{state="ok"} 14\n', text)
+        self.assertIn('iotuned_settings{state="unsupported"} 1\n', text)  # APST on a controller without it
         self.assertIn('iotuned_settings{state="failed"} 0\n', text)
         self.assertIn("# TYPE iotuned_drifts_corrected_total counter\niotuned_drifts_corrected_total 0\n", text)
         self.assertRegex(text, r"iotuned_last_reconcile_timestamp_seconds \d+\.\d{6}\n")

@@ -15,6 +15,8 @@ import gi
 gi.require_version("UMockdev", "1.0")
 from gi.repository import UMockdev  # noqa: E402
 
+from fake_nvme import FakeNvme  # noqa: E402
+
 _diskseq = [100]
 
 
@@ -60,6 +62,20 @@ class Testbed:
     def __init__(self):
         self.tb = UMockdev.Testbed.new()
         self.paths = {}
+        self.controllers = {}  # "nvme0" -> FakeNvme answering /dev/nvme0
+
+    def controller(self, name, parent, attrs, fake):
+        """An NVMe controller with a character device whose admin commands `fake`
+        answers (add_device makes no /dev node; a record with N: does)."""
+        record = [f"P: {(parent or '/sys/devices')[len('/sys'):]}/{name}", f"N: {name}", f"E: DEVNAME=/dev/{name}",
+                  "E: SUBSYSTEM=nvme", "A: dev=242:0"] + [f"A: {k}={v}" for k, v in attrs.items()]
+        self.tb.add_from_string("\n".join(record) + "\n")
+        path = (parent or "/sys/devices") + "/" + name
+        self.paths[name] = path
+        if fake is not None:
+            self.tb.attach_ioctl(f"/dev/{name}", fake.handler)
+            self.controllers[name] = fake
+        return path
 
     def add(self, subsystem, name, parent, attrs, props):
         path = self.tb.add_device(subsystem, name, parent, _flat(attrs), _flat(props))
@@ -72,14 +88,20 @@ class Testbed:
         return self.add("block", name, parent, attrs, p)
 
     def nvme(self, ctrl_index, namespaces=1, numa_node="-1", model="QEMU NVMe Ctrl", transport="pcie",
-             props=None, irqs=None, **queue):
+             props=None, irqs=None, fake=True, pm_qos=None, **queue):
         pci_attrs = {"numa_node": numa_node, "local_cpulist": "0-1"}
         for irq in irqs or []:
             pci_attrs[f"msi_irqs/{irq}"] = "msix"
         pci = self.add("pci", f"0000:0{ctrl_index + 1}:00.0", None, pci_attrs, {})
-        ctrl = self.add("nvme", f"nvme{ctrl_index}", pci,
-                        {"model": model + "   ", "serial": f"SER{ctrl_index}", "firmware_rev": "8.0.0 ",
-                         "transport": transport}, {})
+        if fake is True:
+            fake = FakeNvme(model=model, serial=f"SER{ctrl_index}", apsta=pm_qos is not None)
+        attrs = {"model": model + "   ", "serial": f"SER{ctrl_index}", "firmware_rev": "8.0.0 ",
+                 "transport": transport, "subsysnqn": f"nqn.2019-08.org.qemu:SER{ctrl_index}",
+                 "address": f"0000:0{ctrl_index + 1}:00.0", "state": "live", "queue_count": "3", "sqsize": "1023"}
+        if pm_qos is not None:
+            # Present when the kernel drives APST (drivers/nvme/host/core.c)
+            attrs["power/pm_qos_latency_tolerance_us"] = pm_qos
+        ctrl = self.controller(f"nvme{ctrl_index}", pci, attrs, fake or None)
         for ns in range(1, namespaces + 1):
             self.disk(f"nvme{ctrl_index}n{ns}", ctrl, {**queue_attrs(**queue), "wwid": f"eui.{ctrl_index:04d}{ns:04d}"},
                       props)
@@ -105,8 +127,9 @@ class Testbed:
         self.disk(f"nvme{subsys}n{ns}", sub,
                   {"queue/scheduler": "none", "queue/read_ahead_kb": "128", "queue/rotational": "0",
                    "size": "4096", "diskseq": _next_diskseq()})
-        c = self.add("nvme", f"nvme{ctrl}", None, {"model": "Linux", "serial": "abc", "firmware_rev": "6.1",
-                                                   "transport": "tcp"}, {})
+        c = self.controller(f"nvme{ctrl}", None, {"model": "Linux", "serial": "abc", "firmware_rev": "6.1",
+                                                  "transport": "tcp", "subsysnqn": "nqn.test"},
+                            FakeNvme(model="Linux", serial="abc", subnqn="nqn.test"))
         self.disk(f"nvme{subsys}c{ctrl}n{ns}", c, queue_attrs(nr_requests=128, nr_tags=128), {"DEVNAME": ""})
 
     def loop(self, name="loop0"):

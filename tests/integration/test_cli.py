@@ -306,6 +306,102 @@ class CliTest(unittest.TestCase):
         self.run_cli("profiles", "show", "nonesuch", expect=4)
         self.assertIn("plan [DEVICE...]", self.run_cli("--help").stdout)
 
+    # -- NVMe controller settings (the admin commands go to fake_nvme) -----
+    def test_nvme_coalescing_command_words_and_restore(self):
+        self.bed.nvme(0)
+        fake = self.bed.controllers["nvme0"]
+        self.write_conf("profiles/batch.yaml",
+                        "extends: latency\nnvme:\n  coalescing: { threshold: 8, time_us: 200 }\n")
+        self.write_conf("iotuned.yaml.d/50-batch.yaml", "default_profile: batch\nrules: []\n")
+        doc = self.json_of("plan")
+        s = self.settings(self.by_device(doc)["nvme0n1"])
+        self.assertEqual(s["coalescing"]["object"], "nvme0 coalescing")
+        self.assertEqual(s["coalescing"]["observed"], "off")
+        self.assertEqual(s["coalescing"]["effective"], "threshold=8,time_us=200")
+        self.assertEqual(s["coalescing"]["state"], "changed")
+        self.assertEqual(fake.sets(0x08), [], "a dry run sends no Set Features")
+
+        self.run_cli("apply")
+        # cdw10 FID 0x08 (SV=0), cdw11 TIME=2 (x100 us) in bits 15:8, THR=7 (0's based) in bits 7:0
+        self.assertEqual(fake.sets(0x08), [0x0207])
+        sets = [c for c in fake.commands if c[0] == 0x09]
+        self.assertEqual(sets[0][1], 0x08, "cdw10: FID 0x08, save bit clear")
+        self.assertEqual(self.settings(self.by_device(self.json_of("verify"))["nvme0n1"])["coalescing"]["state"], "ok")
+
+        # A controller reset brings back the default: verify calls that drift.
+        fake.reset()
+        doc = self.json_of("verify", expect=1)
+        self.assertEqual(self.settings(self.by_device(doc)["nvme0n1"])["coalescing"]["state"], "drifted")
+
+        # The original (off) was recorded before the first Set Features and comes back.
+        fake.features[0x08] = 0x0207
+        self.run_cli("restore")
+        self.assertEqual(fake.sets(0x08), [0x0207, 0x0000])
+
+    def test_nvme_apst_through_pm_qos_and_unsupported(self):
+        self.bed.nvme(0, pm_qos="auto")  # the kernel drives APST on this one
+        self.bed.nvme(2)                  # APSTA = 0
+        out = self.run_cli("apply").stdout
+        self.assertRegex(out, r"nvme0n1\s+nvme0 apst\s+off\s+off\s+changed\s+latency\s+was auto")
+        self.assertEqual(self.bed.read("nvme0", "power/pm_qos_latency_tolerance_us"), "0")
+        self.assertRegex(out, r"nvme2n1\s+nvme2 apst\s+-\s+off\s+unsupported\s+latency\s+"
+                              r"the controller does not support APST \(Identify Controller APSTA is 0\)")
+        for fake in self.bed.controllers.values():
+            self.assertEqual(fake.sets(0x0C), [], "APST goes through the kernel's pm_qos file, never Set Features")
+        self.run_cli("restore")
+        self.assertEqual(self.bed.read("nvme0", "power/pm_qos_latency_tolerance_us"), "auto")
+
+    def test_nvme_identity_in_explain_and_rules(self):
+        self.bed.nvme(0, model="ACME Fast 2000")
+        self.bed.nvme(2)
+        self.write_conf("iotuned.yaml.d/50-nqn.yaml",
+                        "rules:\n  - name: acme\n    match: { nqn: 'nqn.2019-08.org.qemu:SER0', model: 'ACME*' }\n"
+                        "    profile: mixed\n")
+        devs = self.by_device(self.json_of("plan"))
+        self.assertEqual(devs["nvme0n1"]["rule"], "acme")
+        self.assertIn("subsystem NQN 'nqn.2019-08.org.qemu:SER0' matches", devs["nvme0n1"]["reason"])
+        self.assertEqual(devs["nvme2n1"]["rule"], "nvme")
+        nv = devs["nvme0n1"]["facts"]["nvme"]
+        self.assertEqual(nv["controller"], "nvme0")
+        self.assertEqual(nv["model"], "ACME Fast 2000")
+        self.assertEqual(nv["subsysnqn"], "nqn.2019-08.org.qemu:SER0")
+        self.assertTrue(nv["identified"])
+        self.assertFalse(nv["apst_supported"])
+        self.assertEqual(nv["granted_io_sq"], 2)   # Get Features 0x07 reply, 0's based 1
+        self.assertEqual(nv["io_queue_depth"], 1024)
+        self.assertEqual(nv["queue_maps"], {"default": 2, "read": 0, "poll": 0})
+        out = self.run_cli("explain", "nvme0n1").stdout
+        self.assertIn("NQN:         nqn.2019-08.org.qemu:SER0", out)
+        self.assertRegex(out, r"controller:\s+nvme0 \(pcie 0000:01:00.0, live\)")
+        self.assertIn("APST:      not supported", out)
+        self.assertIn("2 I/O submission / 2 completion queues granted", out)
+        self.assertIn("maps:      2 default, 0 read, 0 poll queues", out)
+
+    def test_nvme_poll_queues_pending_reboot_writes_dropin(self):
+        self.bed.nvme(0)
+        self.bed.nvme(2)
+        self.write_conf("profiles/poll.yaml", "extends: latency\nnvme: { poll_queues: 1 }\n")
+        self.write_conf("profiles/poll2.yaml", "extends: latency\nnvme: { poll_queues: 2 }\n")
+        self.write_conf("iotuned.yaml.d/50-poll.yaml",
+                        "rules:\n  - { match: { kernel: nvme0n1 }, profile: poll }\n"
+                        "  - { match: { kernel: nvme2n1 }, profile: poll2 }\n")
+        dropin = os.path.join(self.root, "etc/modprobe.d/iotuned-nvme.conf")
+        devs = self.by_device(self.json_of("plan", "nvme0n1"))
+        s = self.settings(devs["nvme0n1"])["poll_queues"]
+        self.assertEqual((s["observed"], s["effective"], s["state"]), ("0", "1", "changed"))
+        # module-wide: the drop-in takes the largest any profile wants, even for a named disk
+        self.assertIn("would write nvme.poll_queues=2", s["note"])
+        self.assertFalse(os.path.exists(dropin))
+
+        out = self.run_cli("apply").stdout
+        self.assertRegex(out, r"nvme0n1\s+nvme0 poll_queues\s+0\s+1\s+pending-reboot")
+        self.assertRegex(out, r"nvme2n1\s+nvme2 poll_queues\s+0\s+2\s+pending-reboot")
+        with open(dropin) as f:
+            self.assertIn("\noptions nvme poll_queues=2\n", f.read())
+        self.assertIn("1 pending-reboot", self.run_cli("verify", "nvme0n1").stdout)  # not drift: exit 0
+        self.run_cli("restore")
+        self.assertFalse(os.path.exists(dropin), "restore removes the drop-in it owns")
+
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:

@@ -162,6 +162,23 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(self.bed.read("sda", "queue/nr_requests"), "64")
         self.assertFalse(os.path.exists(self.status_path()))
 
+    def test_nvme_controller_reset_is_drift_and_stop_restores(self):
+        self.bed.nvme(0)
+        fake = self.bed.controllers["nvme0"]
+        self.conf("profiles/batch.yaml", "extends: latency\nnvme:\n  coalescing: { threshold: 4, time_us: 100 }\n")
+        self.conf("iotuned.yaml.d/50-batch.yaml", "default_profile: batch\nrules: []\n")
+        self.start()
+        self.assertEqual(fake.sets(0x08), [0x0103])
+        # A controller reset brings the feature back to its default (Set Features had
+        # SV=0): the next drift check sends it again.
+        fake.reset()
+        wait_for(lambda: fake.sets(0x08) == [0x0103, 0x0103], timeout=5 * INTERVAL + 2,
+                 what="coalescing re-asserted after the controller reset")
+        wait_for(lambda: "nvme0n1: nvme0 coalescing drifted to off (desired threshold=4,time_us=100); put back"
+                 in self.daemon_log(), what="drift logged")
+        self.stop()
+        self.assertEqual(fake.sets(0x08)[-1], 0x0000, "stop restores the original (off)")
+
     def test_metrics_textfile(self):
         self.bed.nvme(0)
         self.bed.sata("sda")

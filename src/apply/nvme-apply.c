@@ -73,6 +73,15 @@ int nvme_row_read(const NvmeCtrl *c, const Knob *k, char **ret_raw, char **ret_w
         }
 }
 
+int nvme_row_changeable(const NvmeCtrl *c, const Knob *k, char **ret_why) {
+        if (k->id != KNOB_NVME_COALESCING || c->coalescing_changeable != 0)
+                return 1;
+        if (ret_why)
+                *ret_why = strdup("the controller reports interrupt coalescing as not changeable "
+                                  "(Get Features 0x08, supported capabilities)");
+        return 0;
+}
+
 int nvme_row_write(const NvmeCtrl *c, const Knob *k, const char *canonical, char **ret_why) {
         NvmeCoalescing co;
         int r;

@@ -13,6 +13,9 @@
  * -EOPNOTSUPP (the controller or transport has no such thing: *ret_why says why);
  * other -errno (*ret_why says what failed). */
 int nvme_row_read(const NvmeCtrl *c, const Knob *k, char **ret_raw, char **ret_why);
+/* 0 when the controller says the row cannot be changed (*ret_why says so), 1 when it
+ * can or nobody knows: the write will tell. */
+int nvme_row_changeable(const NvmeCtrl *c, const Knob *k, char **ret_why);
 /* Write the canonical value. Same returns. */
 int nvme_row_write(const NvmeCtrl *c, const Knob *k, const char *canonical, char **ret_why);
 

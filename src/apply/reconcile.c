@@ -245,13 +245,14 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                         return 0;
                 }
         }
-        if (!p->nvme_rebind || !o->allow_rebind) {
+        if (!p->nvme_rebind || !o->allow_rebind || (c->address && strv_contains(o->rebound_already, c->address))) {
                 set_state(s, STATE_PENDING_REBOOT, 0,
                           "nvme.%s=%d is in %s; %s gets the queues when the driver next probes it (reboot%s%s)",
                           k->attr, target, o->modprobe_dropin, c->name,
                           root_on_nvme() ? "; root is on NVMe: rebuild the initramfs first" : "",
-                          !p->nvme_rebind ? ", or `apply: rebind` in the profile"
-                                          : "; not rebinding it again after one rebind");
+                          !p->nvme_rebind       ? ", or `apply: rebind` in the profile"
+                          : !o->allow_rebind    ? "; drift checks never rebind"
+                                                : "; it was rebound once already and came back short");
                 return 0;
         }
         r = nvme_ctrl_in_use(c, &why);
@@ -399,6 +400,11 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         continue;
                 }
 
+                if (k->scope == KNOB_SCOPE_CTRL && nvme_row_changeable(d->nvme, k, &why) == 0) {
+                        /* Not drift, and nothing to write: the controller cannot do it. */
+                        set_state(s, STATE_UNSUPPORTED, 0, "%s", why);
+                        continue;
+                }
                 if (o->mode == RECONCILE_DRY_RUN) {
                         s->state = STATE_CHANGED;
                         if (k->id == KNOB_SCHEDULER)

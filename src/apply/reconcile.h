@@ -23,9 +23,11 @@ typedef struct ReconcileOptions {
         /* plan_module_targets() over every current plan, so that the drop-in holds the
          * largest value any profile wants; NULL: each row's own value. */
         const int *module_targets;
-        /* A profile's `apply: rebind` may rebind an idle controller in this call. The
-         * daemon allows it once per controller, never from a drift check. */
+        /* A profile's `apply: rebind` may rebind an idle controller in this call, once
+         * per controller: never those whose PCI address is in rebound_already. The
+         * daemon does not rebind from a drift check. */
         bool allow_rebind;
+        char *const *rebound_already;
         /* /sys/module/nvme, or a test tree's; NULL: the real one. */
         const char *nvme_module_dir;
 } ReconcileOptions;

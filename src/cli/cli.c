@@ -232,20 +232,21 @@ static void wait_for_udev(Cli *c, uint64_t timeout_usec) {
         udev_queue_unref(q);
 }
 
-/* The controllers an APPLY rebound, "nvme0" each. */
+/* The controllers an APPLY rebound: their PCI addresses. */
 static char **rebound_controllers(const Plan *p) {
         char **l = NULL;
         for (size_t i = 0; i < p->n; i++)
-                if (p->devices[i]->rebound && p->devices[i]->device->nvme)
-                        (void) strv_extend(&l, p->devices[i]->device->nvme->name);
+                if (p->devices[i]->rebound && p->devices[i]->device->nvme && p->devices[i]->device->nvme->address)
+                        (void) strv_extend(&l, p->devices[i]->device->nvme->address);
         return l;
 }
 
-static int plan_and_reconcile(Cli *c, const Config *cfg, char **devices, ReconcileMode mode, bool allow_rebind,
-                              Plan *ret) {
+static int plan_and_reconcile(Cli *c, const Config *cfg, char **devices, ReconcileMode mode,
+                              char *const *rebound_already, Plan *ret) {
         int targets[_KNOB_MAX];
         ReconcileOptions o = { .mode = mode, .originals_dir = c->originals_dir, .modprobe_dropin = c->modprobe_dropin,
-                               .module_targets = targets, .allow_rebind = allow_rebind };
+                               .module_targets = targets, .allow_rebind = true,
+                               .rebound_already = rebound_already };
         DeviceList devs = {};
         int r, ex;
 
@@ -272,7 +273,7 @@ static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *
         ex = load_config(c, &cfg);
         if (ex != EXIT_OK)
                 return ex;
-        ex = plan_and_reconcile(c, cfg, devices, mode, true, &plan);
+        ex = plan_and_reconcile(c, cfg, devices, mode, NULL, &plan);
         if (ex != EXIT_OK)
                 return ex;
         rebound = rebound_controllers(&plan);
@@ -282,15 +283,15 @@ static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *
                  * rebind can follow: the queues it was for are there now, or it failed. */
                 plan_done(&plan);
                 wait_for_udev(c, 30 * 1000000ULL);
-                ex = plan_and_reconcile(c, cfg, devices, mode, false, &plan);
+                ex = plan_and_reconcile(c, cfg, devices, mode, rebound, &plan);
                 if (ex != EXIT_OK)
                         return ex;
                 for (size_t i = 0; i < plan.n; i++)
                         for (size_t k = 0; k < plan.devices[i]->n_settings; k++) {
                                 Setting *s = &plan.devices[i]->settings[k];
                                 const NvmeCtrl *ctl = plan.devices[i]->device->nvme;
-                                if (s->knob->scope != KNOB_SCOPE_MODULE || !ctl || !strv_contains(rebound, ctl->name) ||
-                                    s->state != STATE_OK)
+                                if (s->knob->scope != KNOB_SCOPE_MODULE || !ctl || !ctl->address ||
+                                    !strv_contains(rebound, ctl->address) || s->state != STATE_OK)
                                         continue;
                                 s->state = STATE_CHANGED;
                                 free(s->note);

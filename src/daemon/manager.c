@@ -364,7 +364,8 @@ static int manager_tune_device(Manager *m, Device *d) {
         /* A rebind brings the disks back as new devices, which come through here again:
          * once per controller, so one that comes back short is not rebound forever. */
         addr = p->device->nvme ? p->device->nvme->address : NULL;
-        o.allow_rebind = addr && !strv_contains(m->rebound, addr);
+        o.allow_rebind = true;
+        o.rebound_already = m->rebound;
         r = reconcile_device(p, &o);
         if (p->rebound) {
                 if (strv_extend(&m->rebound, addr) < 0) {

@@ -92,6 +92,11 @@ void nvme_feature_get_args(struct nvme_get_features_args *a, int fd, uint8_t fid
         };
 }
 
+void nvme_feature_caps_args(struct nvme_get_features_args *a, int fd, uint8_t fid, uint32_t *result) {
+        nvme_feature_get_args(a, fd, fid, result, NULL, 0);
+        a->sel = NVME_GET_FEATURES_SEL_SUPPORTED;
+}
+
 void nvme_feature_set_args(struct nvme_set_features_args *a, int fd, uint8_t fid, uint32_t cdw11, uint32_t *result,
                            void *data, uint32_t data_len) {
         *a = (struct nvme_set_features_args) {

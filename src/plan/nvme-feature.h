@@ -43,6 +43,10 @@ int nvme_coalescing_format(const NvmeCoalescing *c, char **ret);
 uint32_t nvme_apst_to_cdw11(bool enable);
 bool nvme_apst_from_dw(uint32_t dw);
 
+/* Get Features with SEL 11b (supported capabilities) answers in dword 0: bit 0
+ * saveable, bit 1 namespace specific, bit 2 changeable (NVMe 2.0 figure 193). */
+#define NVME_FEATURE_CAP_CHANGEABLE (1u << 2)
+
 /* Number of Queues (FID 0x07) completion dword 0: NSQA bits 15:0, NCQA bits 31:16,
  * both 0's based. Returns the granted I/O submission and completion queue counts. */
 void nvme_num_queues_from_dw(uint32_t dw, unsigned *ret_sq, unsigned *ret_cq);
@@ -51,6 +55,8 @@ void nvme_num_queues_from_dw(uint32_t dw, unsigned *ret_sq, unsigned *ret_cq);
  * nvme_set_features(): current value, no namespace, not saved across resets. */
 void nvme_feature_get_args(struct nvme_get_features_args *a, int fd, uint8_t fid, uint32_t *result, void *data,
                            uint32_t data_len);
+/* The same with SEL = supported capabilities. */
+void nvme_feature_caps_args(struct nvme_get_features_args *a, int fd, uint8_t fid, uint32_t *result);
 void nvme_feature_set_args(struct nvme_set_features_args *a, int fd, uint8_t fid, uint32_t cdw11, uint32_t *result,
                            void *data, uint32_t data_len);
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <endian.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -111,6 +112,22 @@ int nvme_ctrl_get_feature(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_dw, char
         return r;
 }
 
+int nvme_ctrl_feature_caps(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_caps, char **ret_why) {
+        struct nvme_get_features_args a;
+        uint32_t result = 0;
+        int fd, r;
+
+        fd = open_ctrl(c, ret_why);
+        if (fd < 0)
+                return fd;
+        nvme_feature_caps_args(&a, fd, fid, &result);
+        r = command_result(nvme_get_features(&a), fid, "Get Features (capabilities of)", ret_why);
+        close(fd);
+        if (r == 0)
+                *ret_caps = result;
+        return r;
+}
+
 int nvme_ctrl_set_feature(const NvmeCtrl *c, uint8_t fid, uint32_t cdw11, char **ret_why) {
         struct nvme_set_features_args a;
         uint8_t table[NVME_APST_TABLE_BYTES] = {};
@@ -142,6 +159,13 @@ static void identify(NvmeCtrl *c) {
         c->identified = true;
         c->apsta = id.apsta & NVME_CTRL_APSTA_APST;
         c->npss = id.npss;
+        /* Whether Set Features 0x08 can change anything: asked up front, so that plan
+         * and verify (which never write) tell "not changeable" from drift. */
+        if (le16toh(id.oncs) & NVME_CTRL_ONCS_SAVE_FEATURES) {
+                uint32_t caps = 0;
+                if (nvme_ctrl_feature_caps(c, NVME_FEAT_FID_IRQ_COALESCE, &caps, NULL) == 0)
+                        c->coalescing_changeable = !!(caps & NVME_FEATURE_CAP_CHANGEABLE);
+        }
         /* Get Features 0x07 reports what the controller granted at probe. */
         if (nvme_ctrl_get_feature(c, NVME_FEAT_FID_NUM_QUEUES, &dw, NULL) == 0)
                 nvme_num_queues_from_dw(dw, &c->granted_sq, &c->granted_cq);
@@ -168,6 +192,7 @@ int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
         c->address = sysattr(u, "address");
         c->state = sysattr(u, "state");
         c->numa_node = -1;
+        c->coalescing_changeable = -1;
         n = udev_device_get_sysattr_value(u, "numa_node");
         if (n && safe_atoi(n, &node) == 0)
                 c->numa_node = node;

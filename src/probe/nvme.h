@@ -27,6 +27,8 @@ typedef struct NvmeCtrl {
         bool apsta;            /* Identify Controller APSTA bit 0 */
         unsigned npss;         /* power states - 1 */
         unsigned granted_sq, granted_cq; /* Get Features 0x07, 0 = unknown */
+        int coalescing_changeable;       /* Get Features 0x08 SEL=11b bit 2; -1 = not asked (ONCS
+                                          * bit 4 clear: the controller has no SEL field) */
 } NvmeCtrl;
 
 NvmeCtrl *nvme_ctrl_free(NvmeCtrl *c);
@@ -43,3 +45,5 @@ int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret);
  * changeable; other -errno otherwise. *ret_why (may be NULL) says which, in words. */
 int nvme_ctrl_get_feature(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_dw, char **ret_why);
 int nvme_ctrl_set_feature(const NvmeCtrl *c, uint8_t fid, uint32_t cdw11, char **ret_why);
+/* Get Features with SEL = supported capabilities: the capability bits. */
+int nvme_ctrl_feature_caps(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_caps, char **ret_why);

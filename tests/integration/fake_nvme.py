@@ -22,12 +22,19 @@ FID_NUM_QUEUES, FID_IRQ_COALESCE, FID_APST = 0x07, 0x08, 0x0C
 # Status field as the kernel returns it from the ioctl: DNR (bit 14) | SCT 0 | SC 0x02
 # Invalid Field in Command, which is how a controller rejects a feature it lacks.
 STATUS_INVALID_FIELD = 0x4002
+# DNR | SCT 1 (command specific) | SC 0x0E Feature Not Changeable: QEMU 7.2's answer
+# to Set Features 0x08.
+STATUS_FEATURE_NOT_CHANGEABLE = 0x410E
+SEL_CURRENT, SEL_SUPPORTED_CAPS = 0, 3
+CAP_CHANGEABLE = 1 << 2
 ENOTTY = 25
 
 
 class FakeNvme:
     def __init__(self, model="QEMU NVMe Ctrl", serial="SER0", firmware="8.0.0", apsta=False, npss=0,
-                 io_queues=2, coalescing=True, subnqn="nqn.2019-08.org.qemu:SER0"):
+                 io_queues=2, coalescing="changeable", subnqn="nqn.2019-08.org.qemu:SER0"):
+        """coalescing: "changeable", "fixed" (readable, Set Features refused with
+        Feature Not Changeable, as QEMU 7.2 does) or None (not implemented)."""
         self.model, self.serial, self.firmware, self.subnqn = model, serial, firmware, subnqn
         self.apsta, self.npss, self.coalescing = apsta, npss, coalescing
         # Current feature values; 0x07 holds what was granted (0's based NSQA/NCQA).
@@ -55,12 +62,16 @@ class FakeNvme:
         d[64:72] = self.firmware.encode().ljust(8)   # FR
         d[263] = self.npss                           # NPSS
         d[265] = 1 if self.apsta else 0              # APSTA
+        d[520] = 1 << 4                              # ONCS bit 4: Get Features has a SEL field
         d[768:768 + len(self.subnqn)] = self.subnqn.encode()
         return d
 
     def _supported(self, fid):
-        return fid == FID_NUM_QUEUES or (fid == FID_IRQ_COALESCE and self.coalescing) or \
+        return fid == FID_NUM_QUEUES or (fid == FID_IRQ_COALESCE and self.coalescing is not None) or \
             (fid == FID_APST and self.apsta)
+
+    def _changeable(self, fid):
+        return (fid == FID_IRQ_COALESCE and self.coalescing == "changeable") or (fid == FID_APST and self.apsta)
 
     def _handle(self, handler, client):
         req = client.get_request()
@@ -78,10 +89,14 @@ class FakeNvme:
         status, result = 0, 0
         if opcode == OPC_IDENTIFY and cdw10 & 0xFF == 0x01 and data_len >= 4096:
             cmd.resolve(24, data_len).update(0, list(self._identify()))
-        elif opcode == OPC_GET_FEATURES and self._supported(fid):
+        elif opcode == OPC_GET_FEATURES and self._supported(fid) and (cdw10 >> 8) & 0x7 == SEL_SUPPORTED_CAPS:
+            result = CAP_CHANGEABLE if self._changeable(fid) else 0
+        elif opcode == OPC_GET_FEATURES and self._supported(fid) and (cdw10 >> 8) & 0x7 == SEL_CURRENT:
             with self.lock:
                 result = self.features[fid]
-        elif opcode == OPC_SET_FEATURES and self._supported(fid) and fid != FID_NUM_QUEUES:
+        elif opcode == OPC_SET_FEATURES and self._supported(fid) and not self._changeable(fid):
+            status = STATUS_FEATURE_NOT_CHANGEABLE
+        elif opcode == OPC_SET_FEATURES and self._changeable(fid):
             with self.lock:
                 self.features[fid] = cdw11 & (0xFFFF if fid == FID_IRQ_COALESCE else 0x1)
         else:

@@ -13,6 +13,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fake_nvme import FakeNvme  # noqa: E402
 from testbed import Testbed  # noqa: E402
 
 IOTUNECTL = None
@@ -337,6 +338,19 @@ class CliTest(unittest.TestCase):
         fake.features[0x08] = 0x0207
         self.run_cli("restore")
         self.assertEqual(fake.sets(0x08), [0x0207, 0x0000])
+
+    def test_nvme_coalescing_not_changeable_is_unsupported_not_drift(self):
+        self.bed.nvme(0, fake=FakeNvme(coalescing="fixed"))
+        fake = self.bed.controllers["nvme0"]
+        self.write_conf("profiles/batch.yaml", "extends: latency\nnvme: { coalescing: 'threshold=8,time_us=200' }\n")
+        self.write_conf("iotuned.yaml.d/50-batch.yaml", "default_profile: batch\nrules: []\n")
+        for verb, code in (("plan", 0), ("apply", 0), ("verify", 0)):
+            s = self.settings(self.by_device(self.json_of(verb, expect=code))["nvme0n1"])["coalescing"]
+            self.assertEqual(s["state"], "unsupported", verb)
+            self.assertIn("not changeable", s["note"])
+        self.assertEqual(fake.sets(0x08), [], "nothing is sent to a feature the controller cannot change")
+        # the capability was asked with SEL=11b (supported capabilities) in cdw10 bits 10:8
+        self.assertIn(0x0308, [c[1] for c in fake.commands if c[0] == 0x0A])
 
     def test_nvme_apst_through_pm_qos_and_unsupported(self):
         self.bed.nvme(0, pm_qos="auto")  # the kernel drives APST on this one

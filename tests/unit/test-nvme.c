@@ -136,6 +136,11 @@ TEST(feature_argument_blocks) {
         ASSERT_INT_EQ(g.args_size, sizeof(g));
         ASSERT_TRUE(g.result == &result);
 
+        nvme_feature_caps_args(&g, 7, NVME_FEAT_FID_IRQ_COALESCE, &result);
+        ASSERT_INT_EQ(g.fid, 0x08);
+        ASSERT_INT_EQ(g.sel, 3); /* SEL 11b: supported capabilities */
+        ASSERT_INT_EQ(NVME_FEATURE_CAP_CHANGEABLE, 0x4);
+
         nvme_feature_set_args(&s, 7, NVME_FEAT_FID_IRQ_COALESCE,
                               nvme_coalescing_to_cdw11(&(NvmeCoalescing) { .threshold = 8, .time_us = 100 }), &result,
                               NULL, 0);

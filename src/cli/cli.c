@@ -676,6 +676,38 @@ int cli_check_config(Cli *c) {
 }
 
 /* The daemon's view, from the state file it rewrites atomically on every change. */
+static const char *jstr(json_object *o, const char *key) {
+        json_object *v = NULL;
+        return json_object_object_get_ex(o, key, &v) && !json_object_is_type(v, json_type_null)
+                       ? json_object_get_string(v)
+                       : NULL;
+}
+
+/* One line per NVMe controller behind the tuned disks: identity, queue maps, APST. */
+static void status_nvme_controllers(json_object *devs) {
+        _cleanup_strv_free_ char **seen = NULL;
+        for (size_t i = 0; i < json_object_array_length(devs); i++) {
+                json_object *facts = NULL, *n = NULL, *maps = NULL, *v;
+                const char *name;
+                json_object_object_get_ex(json_object_array_get_idx(devs, i), "facts", &facts);
+                if (!facts || !json_object_object_get_ex(facts, "nvme", &n) || json_object_is_type(n, json_type_null))
+                        continue;
+                name = jstr(n, "controller");
+                if (!name || strv_contains(seen, name) || strv_extend(&seen, name) < 0)
+                        continue;
+                if (strv_length(seen) == 1)
+                        printf("\nNVMe controllers:\n");
+                printf("  %-8s %s, %s, firmware %s", name, jstr(n, "address") ?: jstr(n, "transport") ?: "?",
+                       jstr(n, "model") ?: "?", jstr(n, "firmware") ?: "?");
+                if (json_object_object_get_ex(n, "queue_maps", &maps) && !json_object_is_type(maps, json_type_null))
+                        printf("; queues %s default, %s read, %s poll", jstr(maps, "default"), jstr(maps, "read"),
+                               jstr(maps, "poll"));
+                if (json_object_object_get_ex(n, "apst_supported", &v) && !json_object_is_type(v, json_type_null))
+                        printf("; APST %s", json_object_get_boolean(v) ? "supported" : "not supported");
+                printf("\n");
+        }
+}
+
 int cli_status(Cli *c) {
         const char *root = c->root && !streq(c->root, "/") ? c->root : "";
         _cleanup_free_ char *path = NULL, *text = NULL;
@@ -771,6 +803,7 @@ int cli_status(Cli *c) {
                        prof ? json_object_get_string(prof) : "-", rule ? json_object_get_string(rule) : "-", summary,
                        drifts);
         }
+        status_nvme_controllers(devs);
         /* Anything not as desired, spelled out. */
         for (size_t i = 0; i < json_object_array_length(devs); i++) {
                 json_object *d = json_object_array_get_idx(devs, i), *settings = NULL, *f;

@@ -144,6 +144,8 @@ class DaemonTest(unittest.TestCase):
         out = self.ctl("status").stdout
         self.assertIn(f"iotuned is running (pid {self.proc.pid}): 2 devices, 0 drifts corrected", out)
         self.assertRegex(out, r"nvme0n1\s+latency\s+nvme\s+8 ok, 1 unsupported\s+0")
+        self.assertIn("NVMe controllers:\n  nvme0    0000:01:00.0, QEMU NVMe Ctrl, firmware 8.0.0; "
+                      "queues 2 default, 0 read, 0 poll; APST not supported\n", out)
 
         # someone switches the scheduler back: corrected within an interval or two
         self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")

@@ -4,7 +4,8 @@
 # is in the guest until dpkg installs it). Install enables and starts the
 # service, verify passes, a drop-in plus `systemctl reload` takes effect, an
 # upgrade with an invalid configuration keeps the old daemon running while a
-# valid one restarts it, and purge restores the disks and leaves no files.
+# valid one restarts it, and purge restores the disks and leaves no files (also
+# not the modprobe.d drop-in a poll_queues profile had the daemon write).
 
 VM_DEVICES=(
 	"nvme nv0"
@@ -44,6 +45,29 @@ check_install_enables_and_starts() {
 	assert_exists /etc/iotuned/iotuned.yaml.example
 }
 
+# The hardened unit still reaches what NVMe tuning needs: the controller's
+# character device (DeviceAllow=char-nvme) and /etc/modprobe.d (ReadWritePaths=).
+check_hardened_unit_reaches_nvme_and_modprobe_d() {
+	local st=/run/iotvm-status.json
+	iotunectl --json status >"$st" || fail "iotunectl --json status exited $?"
+	"$IOTVM_PY" - "$st" <<'PY' || fail "NVMe controller rows under the hardened unit"
+import json, sys
+d = [d for d in json.load(open(sys.argv[1]))["devices"] if d["device"] == "nvme0n1"][0]
+n = d["facts"]["nvme"]
+s = {x["knob"]: x for x in d["settings"]}
+print(f"    identified={n['identified']} identify_error={n['identify_error']!r} coalescing={s['coalescing']['state']}")
+sys.exit(not (n["identified"] and s["coalescing"]["state"] == "ok" and s["apst"]["state"] == "unsupported"))
+PY
+	printf 'extends: latency\nnvme: { poll_queues: 1 }\n' >/etc/iotuned/profiles/pollq.yaml
+	printf 'rules:\n  - { match: { kernel: "nvme*" }, profile: pollq }\n' >/etc/iotuned/iotuned.yaml.d/40-pollq.yaml
+	assert_ok systemctl reload iotuned.service
+	wait_for 'grep -qx "options nvme poll_queues=1" /etc/modprobe.d/iotuned-nvme.conf' 15 \
+		'journalctl -b -u iotuned -n 20 --no-pager; ls -l /etc/modprobe.d'
+	assert_match "nvme0 poll_queues: pending-reboot" "$(iotunectl status)" "status"
+	rm /etc/iotuned/iotuned.yaml.d/40-pollq.yaml /etc/iotuned/profiles/pollq.yaml
+	assert_ok systemctl reload iotuned.service
+}
+
 check_dropin_and_reload() {
 	printf 'rules:\n  - name: site\n    match: { kernel: "nvme*" }\n    profile: throughput\n' \
 		>/etc/iotuned/iotuned.yaml.d/50-site.yaml
@@ -78,7 +102,7 @@ check_purge_restores_and_leaves_nothing() {
 		done
 	done
 	left=$(ls -d /etc/iotuned /run/iotuned /usr/lib/iotuned /usr/sbin/iotuned /usr/bin/iotunectl \
-		/usr/lib/systemd/system/iotuned.service 2>/dev/null || true)
+		/usr/lib/systemd/system/iotuned.service /etc/modprobe.d/iotuned-nvme.conf 2>/dev/null || true)
 	assert_eq "" "$left" "files left after purge"
 	assert_fails systemctl is-enabled iotuned.service
 }

@@ -18,6 +18,7 @@ static const char *const message_ids[_EVENT_MAX] = {
         [EVENT_CONFIG_ERROR] = "76311640db514e3bbb4782dc4928130a",
         [EVENT_RESTORE] = "491c4daa961a49429ac640a54eacbec9",
         [EVENT_REMOVED] = "37d45c408b0b4ba99354ba9add6a1a42",
+        [EVENT_PENDING_REBOOT] = "492b5ad305de457895dce53f9df26d01",
 };
 
 const char *event_message_id(EventKind k) {
@@ -158,9 +159,13 @@ void event_log_tuned(const DevicePlan *p) {
                 else if (s->state == STATE_FAILED)
                         event_setting(EVENT_FAILED, LOG_WARNING, p, s, "%s: %s: %s", p->device->name, setting_label(s),
                                       s->note ?: "failed");
+                else if (s->state == STATE_PENDING_REBOOT)
+                        event_setting(EVENT_PENDING_REBOOT, LOG_NOTICE, p, s, "%s: %s pending reboot: %s",
+                                      p->device->name, setting_label(s), s->note ?: "");
         }
         event_device(EVENT_TUNED, counts[STATE_FAILED] ? LOG_WARNING : LOG_INFO, p,
-                     "%s tuned with profile %s (rule %s): %u changed, %u already ok, %u unsupported, %u failed",
+                     "%s tuned with profile %s (rule %s): %u changed, %u already ok, %u unsupported, %u failed%s",
                      p->device->name, p->profile, p->rule, counts[STATE_CHANGED], counts[STATE_OK],
-                     counts[STATE_UNSUPPORTED], counts[STATE_FAILED]);
+                     counts[STATE_UNSUPPORTED], counts[STATE_FAILED],
+                     counts[STATE_PENDING_REBOOT] ? ", some pending a reboot" : "");
 }

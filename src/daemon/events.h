@@ -17,6 +17,7 @@ typedef enum EventKind {
         EVENT_CONFIG_ERROR,   /* a configuration error (start or reload) */
         EVENT_RESTORE,        /* original values put back */
         EVENT_REMOVED,        /* a tuned device went away */
+        EVENT_PENDING_REBOOT, /* an NVMe queue count waits for the driver to probe the controller again */
         _EVENT_MAX,
 } EventKind;
 

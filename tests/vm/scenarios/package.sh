@@ -64,6 +64,11 @@ PY
 	wait_for 'grep -qx "options nvme poll_queues=1" /etc/modprobe.d/iotuned-nvme.conf' 15 \
 		'journalctl -b -u iotuned -n 20 --no-pager; ls -l /etc/modprobe.d'
 	assert_match "nvme0 poll_queues: pending-reboot" "$(iotunectl status)" "status"
+	# One journal entry per pending setting, with its own MESSAGE_ID and catalog text.
+	wait_for '[[ -n $(journalctl -b -u iotuned MESSAGE_ID=492b5ad305de457895dce53f9df26d01 KNOB=poll_queues -o cat) ]]' 10 \
+		'journalctl -b -u iotuned -n 20 --no-pager'
+	assert_match "takes effect when the nvme driver next probes its controller" \
+		"$(journalctl -b -x -u iotuned MESSAGE_ID=492b5ad305de457895dce53f9df26d01 --no-pager)" "journalctl -x (catalog from the package)"
 	rm /etc/iotuned/iotuned.yaml.d/40-pollq.yaml /etc/iotuned/profiles/pollq.yaml
 	assert_ok systemctl reload iotuned.service
 }

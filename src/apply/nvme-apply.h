@@ -46,6 +46,10 @@ int nvme_ctrl_in_use(const NvmeCtrl *c, char **ret_why);
 /* Set the live module parameters (values >= 0), unbind the controller's PCI function
  * from the nvme driver and bind it again, then wait (up to timeout_usec) until the
  * controller's namespaces are back. The caller has checked nvme_ctrl_in_use(). */
+/* How long a rebound controller may take to come back live with its namespaces
+ * (QEMU's: about 0.5 s under TCG). Below the unit's WatchdogSec=30s, because the
+ * daemon waits in its event loop. */
+#define NVME_REBIND_TIMEOUT_USEC (20 * 1000000ULL)
 int nvme_ctrl_rebind(const NvmeCtrl *c, const int values[_KNOB_MAX], uint64_t timeout_usec, bool *ret_unbound,
                      NvmeQueueMap *ret_map, char **ret_why);
 

@@ -264,7 +264,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         free(why);
         why = NULL;
         log_info("Rebinding %s (%s) to the nvme driver for nvme.%s=%d.", c->name, c->address ?: "?", k->attr, target);
-        r = nvme_ctrl_rebind(c, dropin, 30 * 1000000ULL, &unbound, &m, &why);
+        r = nvme_ctrl_rebind(c, dropin, NVME_REBIND_TIMEOUT_USEC, &unbound, &m, &why);
         p->rebound = unbound;
         if (r < 0) {
                 set_state(s, STATE_FAILED, r, "%s", why ?: "rebinding failed");

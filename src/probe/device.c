@@ -47,8 +47,7 @@ const char *device_property(const Device *d, const char *key) {
         return NULL;
 }
 
-/* A trimmed copy of a sysfs attribute of `u` (NVMe and SCSI pad model strings). */
-static char *attr_trimmed(struct udev_device *u, const char *attr) {
+char *attr_trimmed(struct udev_device *u, const char *attr) {
         const char *v = u ? udev_device_get_sysattr_value(u, attr) : NULL;
         char *c;
         if (!v)

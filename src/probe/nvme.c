@@ -6,6 +6,7 @@
 
 #include <libnvme.h>
 
+#include "device.h"
 #include "nvme-feature.h"
 #include "nvme.h"
 #include "util.h"
@@ -28,21 +29,8 @@ NvmeCtrl *nvme_ctrl_free(NvmeCtrl *c) {
         return NULL;
 }
 
-static char *sysattr(struct udev_device *u, const char *attr) {
-        const char *v = udev_device_get_sysattr_value(u, attr);
-        char *c;
-        if (!v)
-                return NULL;
-        c = strdup(v);
-        if (c && !*strstrip(c)) {
-                free(c);
-                return NULL;
-        }
-        return c;
-}
-
 static unsigned sysattr_uint(struct udev_device *u, const char *attr) {
-        _cleanup_free_ char *v = sysattr(u, attr);
+        _cleanup_free_ char *v = attr_trimmed(u, attr);
         unsigned n;
         return v && safe_atou(v, &n) == 0 ? n : 0;
 }
@@ -93,7 +81,8 @@ static int command_result(int r, uint8_t fid, const char *what, char **ret_why) 
         return -EIO;
 }
 
-int nvme_ctrl_get_feature(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_dw, char **ret_why) {
+/* Get Features: the current value (SEL 000b), or the capabilities (SEL 011b). */
+static int get_feature(const NvmeCtrl *c, uint8_t fid, bool caps, uint32_t *ret_dw, char **ret_why) {
         struct nvme_get_features_args a;
         uint8_t data[NVME_APST_TABLE_BYTES] = {};
         uint32_t result = 0;
@@ -102,30 +91,25 @@ int nvme_ctrl_get_feature(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_dw, char
         fd = open_ctrl(c, ret_why);
         if (fd < 0)
                 return fd;
-        /* Only APST returns data (its table); the buffer is there for it. */
-        nvme_feature_get_args(&a, fd, fid, &result, fid == NVME_FEAT_FID_AUTO_PST ? data : NULL,
-                              fid == NVME_FEAT_FID_AUTO_PST ? sizeof(data) : 0);
-        r = command_result(nvme_get_features(&a), fid, "Get Features", ret_why);
+        if (caps)
+                nvme_feature_caps_args(&a, fd, fid, &result);
+        else /* Only APST returns data (its table); the buffer is there for it. */
+                nvme_feature_get_args(&a, fd, fid, &result, fid == NVME_FEAT_FID_AUTO_PST ? data : NULL,
+                                      fid == NVME_FEAT_FID_AUTO_PST ? sizeof(data) : 0);
+        r = command_result(nvme_get_features(&a), fid, caps ? "Get Features (capabilities of)" : "Get Features",
+                           ret_why);
         close(fd);
         if (r == 0)
                 *ret_dw = result;
         return r;
 }
 
-int nvme_ctrl_feature_caps(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_caps, char **ret_why) {
-        struct nvme_get_features_args a;
-        uint32_t result = 0;
-        int fd, r;
+int nvme_ctrl_get_feature(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_dw, char **ret_why) {
+        return get_feature(c, fid, false, ret_dw, ret_why);
+}
 
-        fd = open_ctrl(c, ret_why);
-        if (fd < 0)
-                return fd;
-        nvme_feature_caps_args(&a, fd, fid, &result);
-        r = command_result(nvme_get_features(&a), fid, "Get Features (capabilities of)", ret_why);
-        close(fd);
-        if (r == 0)
-                *ret_caps = result;
-        return r;
+int nvme_ctrl_feature_caps(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_caps, char **ret_why) {
+        return get_feature(c, fid, true, ret_caps, ret_why);
 }
 
 int nvme_ctrl_set_feature(const NvmeCtrl *c, uint8_t fid, uint32_t cdw11, char **ret_why) {
@@ -184,13 +168,13 @@ int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
         if (!c->name || !c->syspath)
                 return -ENOMEM;
         c->devnode = strdup_or_null(udev_device_get_devnode(u));
-        c->transport = sysattr(u, "transport");
-        c->model = sysattr(u, "model");
-        c->serial = sysattr(u, "serial");
-        c->firmware = sysattr(u, "firmware_rev");
-        c->subsysnqn = sysattr(u, "subsysnqn");
-        c->address = sysattr(u, "address");
-        c->state = sysattr(u, "state");
+        c->transport = attr_trimmed(u, "transport");
+        c->model = attr_trimmed(u, "model");
+        c->serial = attr_trimmed(u, "serial");
+        c->firmware = attr_trimmed(u, "firmware_rev");
+        c->subsysnqn = attr_trimmed(u, "subsysnqn");
+        c->address = attr_trimmed(u, "address");
+        c->state = attr_trimmed(u, "state");
         c->numa_node = -1;
         c->coalescing_changeable = -1;
         n = udev_device_get_sysattr_value(u, "numa_node");

@@ -190,6 +190,23 @@ disk_by_serial() { # SERIAL -> vda / nvme0n1 / sda
 
 # The active scheduler of a disk: the bracketed name of "[none] mq-deadline", or
 # the whole file when there is no choice (bio-based disks read just "none").
+# One setting of one disk from `iotunectl --json` output (plan, apply, verify,
+# status): FIELD of the setting whose knob is KNOB; "" for null. Fails when absent.
+json_setting() { # JSONFILE DISK KNOB FIELD
+	"$IOTVM_PY" - "$@" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for d in doc["devices"]:
+    if d["device"] == sys.argv[2]:
+        for s in d["settings"]:
+            if s["knob"] == sys.argv[3]:
+                v = s[sys.argv[4]]
+                print("" if v is None else v)
+                sys.exit(0)
+sys.exit(f"{sys.argv[3]} of {sys.argv[2]} not in {sys.argv[1]}")
+PY
+}
+
 sched_of() { # DISK
 	local s
 	s=$(read_attr "/sys/block/$1/queue/scheduler") || exit 1

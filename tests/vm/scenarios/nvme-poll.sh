@@ -11,21 +11,6 @@ VM_CMDLINE="nvme.poll_queues=1"
 DROPIN=/etc/modprobe.d/iotuned-nvme.conf
 CONF=/etc/iotuned
 
-jq_setting() { # JSONFILE DISK KNOB FIELD
-	"$IOTVM_PY" - "$@" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for d in doc["devices"]:
-    if d["device"] == sys.argv[2]:
-        for s in d["settings"]:
-            if s["knob"] == sys.argv[3]:
-                v = s[sys.argv[4]]
-                print("" if v is None else v)
-                sys.exit(0)
-sys.exit(f"{sys.argv[3]} of {sys.argv[2]} not in {sys.argv[1]}")
-PY
-}
-
 use_poll() { # N
 	mkdir -p "$CONF/profiles" "$CONF/iotuned.yaml.d"
 	printf 'extends: latency\nnvme: { poll_queues: %s, apply: rebind }\n' "$1" >"$CONF/profiles/poll.yaml"
@@ -52,7 +37,7 @@ check_status_shows_poll_queue() {
 	assert_match "$ctrl +[0-9a-f:.]+, QEMU NVMe Ctrl, firmware [^;]+; queues 2 default, 0 read, 1 poll; APST not supported" \
 		"$(grep -E "^  $ctrl " <<<"$out")" "status line of $ctrl"
 	iotunectl --json status >/run/iotvm-status.json || fail "iotunectl --json status"
-	assert_eq ok "$(jq_setting /run/iotvm-status.json "$disk" poll_queues state)" "$disk poll_queues (one wanted, one present)"
+	assert_eq ok "$(json_setting /run/iotvm-status.json "$disk" poll_queues state)" "$disk poll_queues (one wanted, one present)"
 	assert_not_exists "$DROPIN"
 	# nothing was rebound: the journal says so, and the disk is still the boot one
 	assert_eq "" "$(journalctl -b -u iotuned --no-pager -o cat | grep -i rebound || true)" "rebind messages"
@@ -67,7 +52,7 @@ check_more_than_present_rebinds() {
 	# is 1: the drop-in must first say 2. The rebind that follows gives the new count.
 	iotunectl --json apply >"$j" || fail "apply exited $?"
 	assert_match "^options nvme poll_queues=2$" "$(grep '^options' "$DROPIN")" "$DROPIN"
-	assert_eq changed "$(jq_setting "$j" "$disk" poll_queues state)" "$disk poll_queues"
-	assert_eq 2 "$(jq_setting "$j" "$disk" poll_queues observed)" "$disk poll queues after the rebind"
+	assert_eq changed "$(json_setting "$j" "$disk" poll_queues state)" "$disk poll_queues"
+	assert_eq 2 "$(json_setting "$j" "$disk" poll_queues observed)" "$disk poll queues after the rebind"
 	assert_ok iotunectl verify
 }

@@ -23,23 +23,7 @@ idle_disk() { disk_by_serial nv0; }
 busy_disk() { disk_by_serial nv1; }
 ctrl_of() { basename "$(readlink -f "/sys/block/$1/device")"; } # DISK -> nvmeX
 
-# One setting of one disk from `iotunectl --json COMMAND`: FIELD of KNOB.
-jq_setting() { # JSONFILE DISK KNOB FIELD
-	"$IOTVM_PY" - "$@" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for d in doc["devices"]:
-    if d["device"] == sys.argv[2]:
-        for s in d["settings"]:
-            if s["knob"] == sys.argv[3]:
-                v = s[sys.argv[4]]
-                print("" if v is None else v)
-                sys.exit(0)
-sys.exit(f"{sys.argv[3]} of {sys.argv[2]} not in {sys.argv[1]}")
-PY
-}
-
-profiles() { # the profiles this scenario uses; RULE_PROFILE picks one for both disks
+profiles() { # the profiles this scenario uses; use_profile picks one for both disks
 	mkdir -p "$CONF/profiles" "$CONF/iotuned.yaml.d"
 	cat >"$CONF/profiles/co.yaml" <<'YAML'
 extends: latency
@@ -122,12 +106,12 @@ check_shipped_latency_states() {
 	rm -f "$CONF/iotuned.yaml.d/50-nvme-test.yaml"
 	iotunectl --json plan >"$j" || fail "plan failed"
 	for disk in $(idle_disk) $(busy_disk); do
-		assert_eq unsupported "$(jq_setting "$j" "$disk" apst state)" "$disk apst"
-		assert_match "APSTA is 0" "$(jq_setting "$j" "$disk" apst note)" "$disk apst note"
+		assert_eq unsupported "$(json_setting "$j" "$disk" apst state)" "$disk apst"
+		assert_match "APSTA is 0" "$(json_setting "$j" "$disk" apst note)" "$disk apst note"
 		assert_not_exists "/sys/class/nvme/$(ctrl_of "$disk")/power/pm_qos_latency_tolerance_us"
 		# Get Features 0x08 answers 0 (QEMU's default), which is what latency wants.
-		assert_eq off "$(jq_setting "$j" "$disk" coalescing observed)" "$disk coalescing read back"
-		assert_eq ok "$(jq_setting "$j" "$disk" coalescing state)" "$disk coalescing"
+		assert_eq off "$(json_setting "$j" "$disk" coalescing observed)" "$disk coalescing read back"
+		assert_eq ok "$(json_setting "$j" "$disk" coalescing state)" "$disk coalescing"
 	done
 }
 
@@ -137,9 +121,9 @@ check_coalescing_not_changeable_and_io_timeout() {
 	ctrl=$(ctrl_of "$disk")
 	use_profile co
 	iotunectl --json apply >"$j" || fail "apply exited $?: $(cat "$j")"
-	assert_eq unsupported "$(jq_setting "$j" "$disk" coalescing state)" "$disk coalescing (QEMU 7.2 refuses Set Features 0x08)"
+	assert_eq unsupported "$(json_setting "$j" "$disk" coalescing state)" "$disk coalescing (QEMU 7.2 refuses Set Features 0x08)"
 	# Known before any write: Get Features 0x08 with SEL=11b says it is not changeable.
-	assert_match "not changeable" "$(jq_setting "$j" "$disk" coalescing note)" "$disk coalescing note"
+	assert_match "not changeable" "$(json_setting "$j" "$disk" coalescing note)" "$disk coalescing note"
 	assert_match "Feature Not Changeable" "$(nvme set-feature "/dev/$ctrl" -f 8 -v 0x0207 2>&1)" \
 		"nvme-cli's own Set Features 0x08 (QEMU refuses it)"
 	assert_match "Current value: ?0+$" "$(nvme get-feature "/dev/$ctrl" -f 8 | head -n1)" "nvme-cli reads 0x08 back"
@@ -152,9 +136,9 @@ check_poll_queues_pending_reboot() {
 	use_profile poll
 	iotunectl --json apply >"$j" || fail "apply exited $?"
 	for disk in $(idle_disk) $(busy_disk); do
-		assert_eq pending-reboot "$(jq_setting "$j" "$disk" poll_queues state)" "$disk poll_queues"
-		assert_eq 0 "$(jq_setting "$j" "$disk" poll_queues observed)" "$disk poll queues present"
-		assert_match "queues: 2 default, 0 read, 0 poll" "$(jq_setting "$j" "$disk" poll_queues detail)" "$disk queue maps"
+		assert_eq pending-reboot "$(json_setting "$j" "$disk" poll_queues state)" "$disk poll_queues"
+		assert_eq 0 "$(json_setting "$j" "$disk" poll_queues observed)" "$disk poll queues present"
+		assert_match "queues: 2 default, 0 read, 0 poll" "$(json_setting "$j" "$disk" poll_queues detail)" "$disk queue maps"
 		assert_eq 0 "$(cat "/sys/block/$disk/queue/io_poll")" "$disk io_poll (nothing rebound)"
 	done
 	assert_exists "$DROPIN"
@@ -183,8 +167,8 @@ check_rebind_idle_refuse_mounted() {
 	assert_sched "$(idle_disk)" none
 	assert_eq 2 "$(cat "/sys/block/$(idle_disk)/queue/rq_affinity")" "$(idle_disk) rq_affinity re-applied"
 	iotunectl --json verify >"$j" || fail "verify exited $?"
-	assert_eq ok "$(jq_setting "$j" "$(idle_disk)" poll_queues state)" "$(idle_disk) poll_queues after rebind"
-	assert_eq pending-reboot "$(jq_setting "$j" "$busy" poll_queues state)" "$busy poll_queues"
+	assert_eq ok "$(json_setting "$j" "$(idle_disk)" poll_queues state)" "$(idle_disk) poll_queues after rebind"
+	assert_eq pending-reboot "$(json_setting "$j" "$busy" poll_queues state)" "$busy poll_queues"
 }
 
 # Interrupts raised by the controller's I/O vectors (nvmeXq1..), all CPUs.

@@ -2,8 +2,9 @@
 # nvme-poll: a machine booted with nvme.poll_queues=1 (as after the reboot that
 # `pending-reboot` asks for). iotuned.service, under the real systemd, shows the
 # poll queue per controller in `iotunectl status`; a profile that wants one poll
-# queue is satisfied (ok, no drop-in written, nothing rebound); one that wants two
-# (with `apply: rebind`) gets the drop-in asking for two and a rebind that gives them.
+# queue is satisfied (ok, no drop-in written, nothing rebound); on a reload to one
+# that wants two (with `apply: rebind`), the daemon writes the drop-in, rebinds the
+# idle controller under its hardened unit and tunes the disk that comes back.
 
 VM_DEVICES=("nvme nv0")
 VM_CMDLINE="nvme.poll_queues=1"
@@ -43,16 +44,29 @@ check_status_shows_poll_queue() {
 	assert_eq "" "$(journalctl -b -u iotuned --no-pager -o cat | grep -i rebound || true)" "rebind messages"
 }
 
-check_more_than_present_rebinds() {
-	local disk j=/run/iotvm-apply.json
+check_daemon_rebinds_for_more() {
+	local disk ctrl out
 	disk=$(</run/iotvm-disk)
-	assert_ok systemctl stop iotuned.service
+	ctrl=$(basename "$(readlink -f "/sys/block/$disk/device")")
+	# iotuned.service (hardened unit) from the previous check is running. A profile
+	# that wants two poll queues, with `apply: rebind`, on a reload: the daemon
+	# writes the drop-in, rebinds the idle controller, and tunes its disk again
+	# when udev brings it back.
 	use_poll 2
-	# apply: rebind is allowed, but the controller has one poll queue and nvme.poll_queues
-	# is 1: the drop-in must first say 2. The rebind that follows gives the new count.
-	iotunectl --json apply >"$j" || fail "apply exited $?"
-	assert_match "^options nvme poll_queues=2$" "$(grep '^options' "$DROPIN")" "$DROPIN"
-	assert_eq changed "$(json_setting "$j" "$disk" poll_queues state)" "$disk poll_queues"
-	assert_eq 2 "$(json_setting "$j" "$disk" poll_queues observed)" "$disk poll queues after the rebind"
-	assert_ok iotunectl verify
+	assert_ok systemctl reload iotuned.service
+	wait_for "grep -qx 'options nvme poll_queues=2' '$DROPIN'" 15 "journalctl -b -u iotuned -n 30 --no-pager"
+	wait_for "iotunectl status | grep -Eq '^  $ctrl .*queues 2 default, 0 read, 2 poll'" 30 \
+		"iotunectl status; journalctl -b -u iotuned -n 30 --no-pager"
+	note "status shows 2 poll queues on $ctrl after ${WAITED}s"
+	assert_match "rebound controller $ctrl for new queue counts" \
+		"$(journalctl -b -u iotuned --no-pager -o cat | grep rebound)" "journal"
+	assert_eq 2 "$(cat /sys/module/nvme/parameters/poll_queues)" "live nvme.poll_queues"
+	disk=$(disk_by_serial nv0)
+	assert_eq 1 "$(cat "/sys/block/$disk/queue/io_poll")" "$disk io_poll"
+	# the disk that came back is tuned again (latency: scheduler none, rq_affinity 2)
+	wait_for "[[ \$(cat /sys/block/$disk/queue/rq_affinity) == 2 ]]" 15 "iotunectl status"
+	assert_sched "$disk" none
+	iotunectl --json status >/run/iotvm-status.json || fail "iotunectl --json status"
+	assert_eq ok "$(json_setting /run/iotvm-status.json "$disk" poll_queues state)" "$disk poll_queues"
+	assert_eq active "$(systemctl is-active iotuned.service)" "iotuned.service"
 }

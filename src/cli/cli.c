@@ -535,7 +535,8 @@ static void print_profile_json(json_object *arr, const Profile *p, bool with_kno
         json_object_object_add(o, "extends", p->extends ? json_object_new_string(p->extends) : NULL);
         json_object_object_add(o, "path", json_object_new_string(p->path));
         if (with_knobs) {
-                json_object *knobs = json_object_new_object();
+                /* One object per profile section, each knob under the section it is written in. */
+                json_object *queue = json_object_new_object(), *nvme = json_object_new_object();
                 for (size_t k = 0; k < _KNOB_MAX; k++) {
                         json_object *e;
                         if (!p->resolved[k].value)
@@ -543,9 +544,17 @@ static void print_profile_json(json_object *arr, const Profile *p, bool with_kno
                         e = json_object_new_object();
                         json_object_object_add(e, "value", json_object_new_string(p->resolved[k].value));
                         json_object_object_add(e, "origin", output_mark_json(&p->resolved[k].origin));
-                        json_object_object_add(knobs, knob_table[k].name, e);
+                        json_object_object_add(streq(knob_table[k].section, "nvme") ? nvme : queue,
+                                               knob_table[k].name, e);
                 }
-                json_object_object_add(o, "queue", knobs);
+                if (p->nvme_apply_resolved.value) {
+                        json_object *e = json_object_new_object();
+                        json_object_object_add(e, "value", json_object_new_string(p->nvme_apply_resolved.value));
+                        json_object_object_add(e, "origin", output_mark_json(&p->nvme_apply_resolved.origin));
+                        json_object_object_add(nvme, "apply", e);
+                }
+                json_object_object_add(o, "queue", queue);
+                json_object_object_add(o, "nvme", nvme);
                 {
                         json_object *irq = json_object_new_object();
                         const IrqPolicy *ip = &p->irq_resolved;
@@ -608,11 +617,22 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
         printf("# %s: %s\n# file: %s\n", p->name, p->description ?: "", p->path);
         if (p->extends)
                 printf("# extends: %s\n", p->extends);
-        printf("queue:\n");
-        for (size_t k = 0; k < _KNOB_MAX; k++)
-                if (p->resolved[k].value)
+        for (const char *const *sec = (const char *const[]) { "queue", "nvme", NULL }; *sec; sec++) {
+                bool header = false;
+                for (size_t k = 0; k < _KNOB_MAX; k++) {
+                        if (!p->resolved[k].value || !streq(knob_table[k].section, *sec))
+                                continue;
+                        if (!header)
+                                printf("%s:\n", *sec);
+                        header = true;
                         printf("  %-15s %-10s # %s:%u:%u\n", knob_table[k].name, p->resolved[k].value,
                                p->resolved[k].origin.file, p->resolved[k].origin.line, p->resolved[k].origin.column);
+                }
+                if (streq(*sec, "nvme") && p->nvme_apply_resolved.value)
+                        printf("%s  %-15s %-10s # %s:%u:%u\n", header ? "" : "nvme:\n", "apply",
+                               p->nvme_apply_resolved.value, p->nvme_apply_resolved.origin.file,
+                               p->nvme_apply_resolved.origin.line, p->nvme_apply_resolved.origin.column);
+        }
         if (p->irq_resolved.placement != IRQ_PLACEMENT_UNSET || p->irq_resolved.keep_irqbalance_away >= 0) {
                 printf("irq:\n");
                 if (p->irq_resolved.placement != IRQ_PLACEMENT_UNSET)

@@ -266,6 +266,11 @@ class CliTest(unittest.TestCase):
         self.assertEqual(sorted(profiles), ["db", "latency", "mixed", "throughput"])
         out = self.run_cli("profiles", "show", "db").stdout
         self.assertRegex(out, r"nr_requests\s+64\s+# .*/etc/iotuned/profiles/db.yaml:4:16")
+        # the nvme: section, inherited from latency, under its own heading
+        self.assertRegex(out, r"\nnvme:\n  apst\s+off\s+# <builtin>/profiles/latency.yaml:\d+:\d+\n")
+        shown = self.json_of("profiles", "show", "db")["profile"]
+        self.assertEqual(shown["nvme"]["coalescing"]["value"], "off")
+        self.assertNotIn("apst", shown["queue"])
 
     def test_udev_property_pins_profile(self):
         self.bed.nvme(0, props={"IOTUNED_PROFILE": "throughput"})

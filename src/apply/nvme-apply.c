@@ -73,13 +73,21 @@ int nvme_row_read(const NvmeCtrl *c, const Knob *k, char **ret_raw, char **ret_w
         }
 }
 
-int nvme_row_changeable(const NvmeCtrl *c, const Knob *k, char **ret_why) {
-        if (k->id != KNOB_NVME_COALESCING || c->coalescing_changeable != 0)
-                return 1;
-        if (ret_why)
-                *ret_why = strdup("the controller reports interrupt coalescing as not changeable "
-                                  "(Get Features 0x08, supported capabilities)");
-        return 0;
+int nvme_row_changeable(const NvmeCtrl *c, const Knob *k, const char *canonical, char **ret_why) {
+        if (k->id == KNOB_NVME_COALESCING && c->coalescing_changeable == 0) {
+                if (ret_why)
+                        *ret_why = strdup("the controller reports interrupt coalescing as not changeable "
+                                          "(Get Features 0x08, supported capabilities)");
+                return 0;
+        }
+        /* Without the kernel's pm_qos interface only "off" can be set (nvme_row_write). */
+        if (k->id == KNOB_NVME_APST && !c->has_pm_qos && canonical && !streq(canonical, "off")) {
+                if (ret_why)
+                        *ret_why = strdup("the kernel does not drive APST on this controller (a quirk); "
+                                          "only 'off' can be set");
+                return 0;
+        }
+        return 1;
 }
 
 int nvme_row_write(const NvmeCtrl *c, const Knob *k, const char *canonical, char **ret_why) {
@@ -289,6 +297,24 @@ static char *mount_point_of(const char *disk_syspath) {
         return found;
 }
 
+/* Requests in flight now (inflight), or completed within a quarter second (the
+ * read and write I/O counters of stat move): block/genhd.c part_inflight_show,
+ * Documentation/block/stat.rst. Unreadable counts as busy. */
+static bool namespace_busy(const char *disk_syspath) {
+        unsigned long long a[2] = {}, b[2] = {}, in[2] = {};
+        _cleanup_free_ char *s1 = NULL, *s2 = NULL, *inflight = NULL;
+
+        if (read_attr_at(disk_syspath, "inflight", &inflight) < 0 ||
+            sscanf(inflight, "%llu %llu", &in[0], &in[1]) != 2 || in[0] || in[1])
+                return true;
+        if (read_attr_at(disk_syspath, "stat", &s1) < 0 || sscanf(s1, "%llu %*u %*u %*u %llu", &a[0], &a[1]) != 2)
+                return true;
+        usleep(250 * 1000);
+        if (read_attr_at(disk_syspath, "stat", &s2) < 0 || sscanf(s2, "%llu %*u %*u %*u %llu", &b[0], &b[1]) != 2)
+                return true;
+        return a[0] != b[0] || a[1] != b[1];
+}
+
 int nvme_ctrl_in_use(const NvmeCtrl *c, char **ret_why) {
         _cleanup_strv_free_ char **ns = NULL;
         int r = ctrl_namespaces(c->syspath, &ns);
@@ -312,6 +338,10 @@ int nvme_ctrl_in_use(const NvmeCtrl *c, char **ret_why) {
                  * exclusively: a mount, swap, LVM, MD, dm (block/bdev.c: bd_may_claim). */
                 if (asprintf_safe(&node, "/dev/%s", *n) < 0)
                         return -ENOMEM;
+                if (namespace_busy(dir)) {
+                        (void) asprintf_safe(ret_why, "%s is doing I/O", *n);
+                        return 1;
+                }
                 fd = open(node, O_RDONLY | O_EXCL | O_CLOEXEC | O_NONBLOCK);
                 if (fd < 0 && errno == EBUSY) {
                         (void) asprintf_safe(ret_why, "%s is in use (held open exclusively: swap, LVM, MD, dm "
@@ -331,6 +361,13 @@ static uint64_t now_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+char *nvme_rebind_key(const NvmeCtrl *c, const int values[_KNOB_MAX]) {
+        char *key = NULL;
+        (void) asprintf_safe(&key, "%s poll_queues=%d write_queues=%d", c->address ?: c->name,
+                             values[KNOB_NVME_POLL_QUEUES], values[KNOB_NVME_WRITE_QUEUES]);
+        return key;
 }
 
 unsigned possible_cpus(void) {
@@ -394,7 +431,7 @@ int nvme_ctrl_rebind(const NvmeCtrl *c, const int values[_KNOB_MAX], uint64_t ti
                         if (!str_startswith(de->d_name, "nvme") || !(cdir = path_join(ctrl_dir, de->d_name)))
                                 continue;
                         ready = read_attr_at(cdir, "state", &state) == 0 && streq(strstrip(state), "live") &&
-                                nvme_ctrl_queue_map(cdir, ret_map, NULL) == 0;
+                                nvme_ctrl_queue_map(cdir, ret_map, NULL) == 0 && ret_map->known;
                 }
                 if (d)
                         closedir(d);

@@ -15,7 +15,7 @@
 int nvme_row_read(const NvmeCtrl *c, const Knob *k, char **ret_raw, char **ret_why);
 /* 0 when the controller says the row cannot be changed (*ret_why says so), 1 when it
  * can or nobody knows: the write will tell. */
-int nvme_row_changeable(const NvmeCtrl *c, const Knob *k, char **ret_why);
+int nvme_row_changeable(const NvmeCtrl *c, const Knob *k, const char *canonical, char **ret_why);
 /* Write the canonical value. Same returns. */
 int nvme_row_write(const NvmeCtrl *c, const Knob *k, const char *canonical, char **ret_why);
 
@@ -40,7 +40,9 @@ NvmeModuleKind nvme_module_kind(const char *module_dir);
 int nvme_ctrl_queue_map(const char *ctrl_syspath, NvmeQueueMap *ret, char **ret_disk);
 
 /* 1 and *ret_why when a namespace of the controller is mounted, held (LVM, MD, swap,
- * another exclusive opener) or part of a multipath subsystem; 0 when idle. */
+ * another exclusive opener), part of a multipath subsystem, or doing I/O (requests
+ * in flight, or completed within a quarter second); 0 when idle. A process that
+ * holds a namespace open without an exclusive claim and does no I/O is not seen. */
 int nvme_ctrl_in_use(const NvmeCtrl *c, char **ret_why);
 
 /* Set the live module parameters (values >= 0), unbind the controller's PCI function
@@ -52,6 +54,10 @@ int nvme_ctrl_in_use(const NvmeCtrl *c, char **ret_why);
 #define NVME_REBIND_TIMEOUT_USEC (20 * 1000000ULL)
 int nvme_ctrl_rebind(const NvmeCtrl *c, const int values[_KNOB_MAX], uint64_t timeout_usec, bool *ret_unbound,
                      NvmeQueueMap *ret_map, char **ret_why);
+
+/* "PCI-ADDRESS poll_queues=N write_queues=M": one rebind of one controller for one
+ * set of module values (values < 0 are left out). */
+char *nvme_rebind_key(const NvmeCtrl *c, const int values[_KNOB_MAX]);
 
 /* CPUs in /sys/devices/system/cpu/possible; 0 if unknown. */
 unsigned possible_cpus(void);

@@ -139,8 +139,9 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         const Device *d = p->device;
         const NvmeCtrl *c = d->nvme;
         const Knob *k = s->knob;
-        _cleanup_free_ char *note = NULL, *why = NULL;
-        KnobFacts facts = { .possible_cpus = possible_cpus() };
+        _cleanup_free_ char *note = NULL, *why = NULL, *key = NULL;
+        unsigned possible = possible_cpus();
+        KnobFacts facts = { .possible_cpus = possible };
         int dropin[_KNOB_MAX], target, r;
         unsigned have, want;
         NvmeQueueMap m;
@@ -175,6 +176,22 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         r = safe_atou(s->effective, &want);
         if (r < 0)
                 return r;
+
+        /* What the drop-in should say: the largest count any plan wants, within what
+         * the driver accepts. io_queue_count_set refuses more than the possible CPUs
+         * with EINVAL, and a refused option makes the whole module fail to load. */
+        target = o->module_targets && o->module_targets[k->id] > (int) want ? o->module_targets[k->id] : (int) want;
+        if (possible && target > (int) possible)
+                target = (int) possible;
+        r = o->modprobe_dropin ? nvme_dropin_read(o->modprobe_dropin, dropin) : 0;
+        if (!o->modprobe_dropin)
+                for (size_t i = 0; i < _KNOB_MAX; i++)
+                        dropin[i] = -1;
+        if (r < 0) {
+                set_state(s, STATE_FAILED, r, "cannot read %s: %m", o->modprobe_dropin);
+                return 0;
+        }
+
         if (have >= want) {
                 if (have > want)
                         set_state(s, STATE_OK, 0,
@@ -183,6 +200,13 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                                   k->attr, have);
                 else
                         s->state = STATE_OK;
+                /* Keep the drop-in in step when the profiles now want less than it says. */
+                if (o->mode == RECONCILE_APPLY && o->modprobe_dropin && !s->hold && dropin[k->id] > target) {
+                        dropin[k->id] = target;
+                        r = nvme_dropin_write(o->modprobe_dropin, dropin);
+                        if (r < 0)
+                                set_state(s, STATE_FAILED, r, "cannot write %s: %m", o->modprobe_dropin);
+                }
                 return 0;
         }
 
@@ -191,15 +215,6 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                           "nvme is built into this kernel: modprobe.d does not apply; put nvme.%s=%u on the kernel "
                           "command line",
                           k->attr, want);
-                return 0;
-        }
-        target = o->module_targets && o->module_targets[k->id] > (int) want ? o->module_targets[k->id] : (int) want;
-        r = o->modprobe_dropin ? nvme_dropin_read(o->modprobe_dropin, dropin) : 0;
-        if (!o->modprobe_dropin)
-                for (size_t i = 0; i < _KNOB_MAX; i++)
-                        dropin[i] = -1;
-        if (r < 0) {
-                set_state(s, STATE_FAILED, r, "cannot read %s: %m", o->modprobe_dropin);
                 return 0;
         }
         in_place = dropin[k->id] >= (int) want;
@@ -238,40 +253,51 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                 /* The other parameter keeps its value, or takes the largest wanted now. */
                 for (size_t i = 0; o->module_targets && i < _KNOB_MAX; i++)
                         if (knob_table[i].scope == KNOB_SCOPE_MODULE && o->module_targets[i] > dropin[i])
-                                dropin[i] = o->module_targets[i];
+                                dropin[i] = possible ? MIN(o->module_targets[i], (int) possible)
+                                                     : o->module_targets[i];
                 r = nvme_dropin_write(o->modprobe_dropin, dropin);
                 if (r < 0) {
                         set_state(s, STATE_FAILED, r, "cannot write %s: %m", o->modprobe_dropin);
                         return 0;
                 }
         }
-        if (!p->nvme_rebind || !o->allow_rebind || (c->address && strv_contains(o->rebound_already, c->address))) {
+        /* Once per controller and set of counts: one that comes back short is not
+         * rebound in a loop, but a later, larger count may rebind it again. */
+        key = nvme_rebind_key(c, dropin);
+        if (!key)
+                return -ENOMEM;
+        if (!p->nvme_rebind || !o->allow_rebind || strv_contains(o->rebound_already, key)) {
                 set_state(s, STATE_PENDING_REBOOT, 0,
                           "nvme.%s=%d is in %s; %s gets the queues when the driver next probes it (reboot%s%s)",
                           k->attr, target, o->modprobe_dropin, c->name,
                           root_on_nvme() ? "; root is on NVMe: rebuild the initramfs first" : "",
                           !p->nvme_rebind       ? ", or `apply: rebind` in the profile"
                           : !o->allow_rebind    ? "; drift checks never rebind"
-                                                : "; it was rebound once already and came back short");
+                                                : "; it was rebound for these counts once already and came back short");
                 return 0;
         }
         r = nvme_ctrl_in_use(c, &why);
         if (r != 0) {
                 set_state(s, STATE_PENDING_REBOOT, 0, "not rebinding %s: %s; nvme.%s=%d takes effect at the next boot",
-                          c->name, r < 0 ? strerror(-r) : why, k->attr, target);
+                          c->name, r < 0 ? strerror(-r) : why ?: "it is in use", k->attr, target);
                 return 0;
         }
         free(why);
         why = NULL;
         log_info("Rebinding %s (%s) to the nvme driver for nvme.%s=%d.", c->name, c->address ?: "?", k->attr, target);
         r = nvme_ctrl_rebind(c, dropin, NVME_REBIND_TIMEOUT_USEC, &unbound, &m, &why);
-        p->rebound = unbound;
+        if (unbound) {
+                p->rebound = true;
+                free(p->rebind_key);
+                p->rebind_key = TAKE_PTR(key);
+        }
         if (r < 0) {
                 set_state(s, STATE_FAILED, r, "%s", why ?: "rebinding failed");
                 return 0;
         }
         queue_map_detail(s, &m);
         have = queue_map_count(k->id, &m);
+        free(s->previous);
         s->previous = TAKE_PTR(s->observed);
         if (asprintf_safe(&s->observed, "%u", have) < 0)
                 return -ENOMEM;
@@ -400,7 +426,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         continue;
                 }
 
-                if (k->scope == KNOB_SCOPE_CTRL && nvme_row_changeable(d->nvme, k, &why) == 0) {
+                if (k->scope == KNOB_SCOPE_CTRL && nvme_row_changeable(d->nvme, k, s->effective, &why) == 0) {
                         /* Not drift, and nothing to write: the controller cannot do it. */
                         set_state(s, STATE_UNSUPPORTED, 0, "%s", why);
                         continue;

@@ -232,13 +232,81 @@ static void wait_for_udev(Cli *c, uint64_t timeout_usec) {
         udev_queue_unref(q);
 }
 
-/* The controllers an APPLY rebound: their PCI addresses. */
-static char **rebound_controllers(const Plan *p) {
-        char **l = NULL;
-        for (size_t i = 0; i < p->n; i++)
-                if (p->devices[i]->rebound && p->devices[i]->device->nvme && p->devices[i]->device->nvme->address)
-                        (void) strv_extend(&l, p->devices[i]->device->nvme->address);
-        return l;
+/* What the first APPLY pass did to one module-wide row of a controller it rebound:
+ * the second pass, on the devices that came back, shows it. */
+typedef struct RebindOutcome {
+        char *address, *ctrl, *key, *note;
+        KnobId knob;
+        SettingState state;
+        int error;
+        bool seen;  /* a device of this controller is in the second pass */
+} RebindOutcome;
+
+static void rebind_outcomes_free(RebindOutcome *o, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(o[i].address);
+                free(o[i].ctrl);
+                free(o[i].key);
+                free(o[i].note);
+        }
+        free(o);
+}
+
+static int rebind_outcomes(const Plan *p, RebindOutcome **ret, size_t *ret_n, char ***ret_keys) {
+        RebindOutcome *l = NULL;
+        size_t n = 0;
+        for (size_t i = 0; i < p->n; i++) {
+                const DevicePlan *dp = p->devices[i];
+                const NvmeCtrl *ctl = dp->device->nvme;
+                if (!dp->rebound || !ctl)
+                        continue;
+                if (dp->rebind_key && strv_extend(ret_keys, dp->rebind_key) < 0)
+                        goto oom;
+                for (size_t k = 0; k < dp->n_settings; k++) {
+                        const Setting *s = &dp->settings[k];
+                        RebindOutcome *nl;
+                        if (s->knob->scope != KNOB_SCOPE_MODULE)
+                                continue;
+                        nl = realloc(l, (n + 1) * sizeof(RebindOutcome));
+                        if (!nl)
+                                goto oom;
+                        l = nl;
+                        l[n] = (RebindOutcome) { .knob = s->knob->id, .state = s->state, .error = s->error };
+                        n++;
+                        l[n - 1].address = strdup(ctl->address ?: ctl->name);
+                        l[n - 1].ctrl = strdup(ctl->name);
+                        l[n - 1].note = strdup_or_null(s->note);
+                        if (!l[n - 1].address || !l[n - 1].ctrl)
+                                goto oom;
+                }
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+oom:
+        rebind_outcomes_free(l, n);
+        return -ENOMEM;
+}
+
+/* Second pass: a row of a rebound controller shows what the rebind did. */
+static void apply_rebind_outcomes(Plan *plan, RebindOutcome *out, size_t n) {
+        for (size_t i = 0; i < plan->n; i++) {
+                const NvmeCtrl *ctl = plan->devices[i]->device->nvme;
+                for (size_t k = 0; ctl && k < plan->devices[i]->n_settings; k++) {
+                        Setting *s = &plan->devices[i]->settings[k];
+                        for (size_t j = 0; j < n; j++) {
+                                if (s->knob->id != out[j].knob || !streq(out[j].address, ctl->address ?: ctl->name))
+                                        continue;
+                                out[j].seen = true;
+                                if (out[j].state != STATE_FAILED && !(out[j].state == STATE_CHANGED && s->state == STATE_OK))
+                                        continue;
+                                s->state = out[j].state;
+                                s->error = out[j].error;
+                                free(s->note);
+                                s->note = strdup_or_null(out[j].note);
+                        }
+                }
+        }
 }
 
 static int plan_and_reconcile(Cli *c, const Config *cfg, char **devices, ReconcileMode mode,
@@ -267,6 +335,9 @@ static int plan_and_reconcile(Cli *c, const Config *cfg, char **devices, Reconci
 static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *command, bool show_ok) {
         _cleanup_(config_freep) Config *cfg = NULL;
         _cleanup_strv_free_ char **rebound = NULL;
+        RebindOutcome *outcomes = NULL;
+        size_t n_outcomes = 0;
+        bool lost = false;
         Plan plan = {};
         int ex;
 
@@ -276,31 +347,32 @@ static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *
         ex = plan_and_reconcile(c, cfg, devices, mode, NULL, &plan);
         if (ex != EXIT_OK)
                 return ex;
-        rebound = rebound_controllers(&plan);
+        if (rebind_outcomes(&plan, &outcomes, &n_outcomes, &rebound) < 0) {
+                plan_done(&plan);
+                return log_oom(), EXIT_FAILED;
+        }
         if (rebound) {
                 /* A rebound controller's disks came back as new devices with default queue
                  * settings and new vectors: plan and apply them afresh, once. No second
-                 * rebind can follow: the queues it was for are there now, or it failed. */
+                 * rebind for the same counts can follow: the queues are there now, or it
+                 * failed, which the rows of the second pass then say. */
                 plan_done(&plan);
                 wait_for_udev(c, 30 * 1000000ULL);
                 ex = plan_and_reconcile(c, cfg, devices, mode, rebound, &plan);
-                if (ex != EXIT_OK)
+                if (ex != EXIT_OK) {
+                        rebind_outcomes_free(outcomes, n_outcomes);
                         return ex;
-                for (size_t i = 0; i < plan.n; i++)
-                        for (size_t k = 0; k < plan.devices[i]->n_settings; k++) {
-                                Setting *s = &plan.devices[i]->settings[k];
-                                const NvmeCtrl *ctl = plan.devices[i]->device->nvme;
-                                if (s->knob->scope != KNOB_SCOPE_MODULE || !ctl || !ctl->address ||
-                                    !strv_contains(rebound, ctl->address) || s->state != STATE_OK)
-                                        continue;
-                                s->state = STATE_CHANGED;
-                                free(s->note);
-                                s->note = NULL;
-                                (void) asprintf_safe(&s->note, "rebound %s, which was idle: it now has %s %s queue(s)",
-                                                     ctl->name, s->observed,
-                                                     s->knob->id == KNOB_NVME_POLL_QUEUES ? "poll" : "write");
+                }
+                apply_rebind_outcomes(&plan, outcomes, n_outcomes);
+                for (size_t j = 0; j < n_outcomes; j++)
+                        if (!outcomes[j].seen) {
+                                /* Its disks did not come back: say so, whatever was named. */
+                                log_error("%s (%s): %s; none of its disks is back.", outcomes[j].ctrl,
+                                          outcomes[j].address, outcomes[j].note ?: "rebound");
+                                lost = true;
                         }
         }
+        rebind_outcomes_free(outcomes, n_outcomes);
 
         print_result(c, command, &plan, mode == RECONCILE_DRY_RUN, show_ok);
         if (mode == RECONCILE_APPLY && !c->json) {
@@ -317,7 +389,7 @@ static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *
                 }
         }
 
-        if (plan_has_state(&plan, STATE_FAILED))
+        if (lost || plan_has_state(&plan, STATE_FAILED))
                 ex = EXIT_FAILED;
         else if (mode == RECONCILE_VERIFY && plan_has_state(&plan, STATE_DRIFTED))
                 ex = EXIT_DRIFT;

@@ -352,7 +352,6 @@ static int manager_tune_device(Manager *m, Device *d) {
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir,
                                .modprobe_dropin = m->modprobe_dropin, .module_targets = targets };
         DevicePlan *p = NULL, **n;
-        const char *addr;
         ssize_t idx;
         int r;
 
@@ -362,28 +361,34 @@ static int manager_tune_device(Manager *m, Device *d) {
         plan_drop_claimed_irqs(p, m->plan.devices, m->plan.n);
         module_targets(m, p, targets);
         /* A rebind brings the disks back as new devices, which come through here again:
-         * once per controller, so one that comes back short is not rebound forever. */
-        addr = p->device->nvme ? p->device->nvme->address : NULL;
+         * once per controller and set of counts, so one that comes back short is not
+         * rebound forever (m->rebound). */
         o.allow_rebind = true;
         o.rebound_already = m->rebound;
         r = reconcile_device(p, &o);
         if (p->rebound) {
-                if (strv_extend(&m->rebound, addr) < 0) {
+                const char *addr = p->device->nvme->address;
+                if (p->rebind_key && strv_extend(&m->rebound, p->rebind_key) < 0) {
                         device_plan_free(p);
                         return -ENOMEM;
                 }
+                event_log_tuned(p); /* the rebind's own row: changed, or failed with why */
                 event_device(EVENT_TUNED, LOG_NOTICE, p,
-                             "%s: rebound controller %s for new queue counts; its disks come back as new devices",
+                             "%s: controller %s was unbound and bound again for new queue counts; its disks come "
+                             "back as new devices",
                              p->device->name, p->device->nvme->name);
-                idx = plan_index(m, p->device->name);
-                if (idx >= 0) {
-                        device_plan_free(m->plan.devices[idx]);
-                        memmove(m->plan.devices + idx, m->plan.devices + idx + 1,
-                                (m->plan.n - idx - 1) * sizeof(DevicePlan *));
+                /* Every plan of that controller is stale now (its namespaces, its vectors):
+                 * drop them before a drift check can write to what replaced them. */
+                for (size_t i = m->plan.n; i > 0; i--) {
+                        const NvmeCtrl *c = m->plan.devices[i - 1]->device->nvme;
+                        if (!c || !streq_ptr(c->address, addr))
+                                continue;
+                        device_plan_free(m->plan.devices[i - 1]);
+                        memmove(m->plan.devices + i - 1, m->plan.devices + i, (m->plan.n - i) * sizeof(DevicePlan *));
                         m->plan.n--;
                 }
                 device_plan_free(p);
-                return 0;
+                return 1;
         }
         if (r == -ENOMEM) {
                 device_plan_free(p);
@@ -457,11 +462,24 @@ static int manager_tune_all(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot enumerate block devices: %m");
         for (size_t i = 0; i < l.n; i++) {
-                r = manager_tune_device(m, TAKE_PTR(l.items[i]));
+                Device *d = TAKE_PTR(l.items[i]);
+                _cleanup_free_ char *rebound = NULL;
+                if (d->nvme && d->nvme->address && (rebound = strdup(d->nvme->address)) == NULL) {
+                        device_free(d);
+                        device_list_done(&l);
+                        return log_oom();
+                }
+                r = manager_tune_device(m, d);
                 if (r < 0) {
                         device_list_done(&l);
                         return log_error_errno(r, "Cannot tune devices: %m");
                 }
+                if (r > 0)
+                        /* A rebind: the controller's other disks in this list are gone; udev
+                         * brings them back as "add" events, tuned from those. */
+                        for (size_t j = i + 1; j < l.n; j++)
+                                if (l.items[j] && l.items[j]->nvme && streq_ptr(l.items[j]->nvme->address, rebound))
+                                        l.items[j] = device_free(l.items[j]);
         }
         device_list_done(&l);
         return 0;

@@ -42,6 +42,7 @@ DevicePlan *device_plan_free(DevicePlan *p) {
         free(p->error);
         free(p->irq_note);
         free(p->nvme_note);
+        free(p->rebind_key);
         for (size_t i = 0; i < p->n_settings; i++)
                 setting_done(&p->settings[i]);
         free(p->settings);

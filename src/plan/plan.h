@@ -70,7 +70,8 @@ typedef struct DevicePlan {
         bool keep_irqbalance_away;
         char *irq_note;     /* why no vectors were planned, when there is a reason to say */
         bool nvme_rebind;   /* the profile allows `apply: rebind` for new queue counts */
-        bool rebound;       /* APPLY rebound the controller: this plan's device is stale */
+        bool rebound;       /* APPLY unbound the controller: this plan's device is stale */
+        char *rebind_key;   /* nvme_rebind_key() of that rebind */
         char *nvme_note;    /* why no controller rows were planned, when there is a reason to say */
 } DevicePlan;
 

@@ -5,8 +5,10 @@
  * macro.h, so this is a deliberately tiny subset of the same idioms. */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -69,5 +71,9 @@ static inline int negative_errno(void) {
 }
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
+/* Both NULL, or equal strings. */
+static inline bool streq_ptr(const char *a, const char *b) {
+        return a && b ? streq(a, b) : a == b;
+}
 #define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)
 #define isempty(s) (!(s) || !(s)[0])

@@ -357,6 +357,70 @@ TEST(module_queue_counts_pending_reboot) {
         free(builtin);
 }
 
+TEST(dropin_clamped_to_possible_cpus_and_lowered) {
+        char *dir = tmpdir_new(), *dropin = path_join(dir, "iotuned-nvme.conf"), *module = path_join(dir, "module");
+        unsigned possible = possible_cpus();
+        int targets[_KNOB_MAX], v[_KNOB_MAX];
+        tmpdir_write(dir, "module/initstate", "live\n");
+        tmpdir_write(dir, "conf/profiles/many.yaml", "nvme: { poll_queues: 4096 }\n");
+        tmpdir_write(dir, "conf/iotuned.yaml", "default_profile: many\n");
+        char *conf = path_join(dir, "conf");
+        Config *c = config_in(conf);
+        ASSERT_TRUE(c);
+        ASSERT_TRUE(possible > 0); /* /sys/devices/system/cpu/possible exists here */
+
+        DevicePlan *p = NULL;
+        ASSERT_INT_EQ(plan_device(c, nvme_disk("nvme0n1", "nvme0", "A"), NULL, &p), 0);
+        plan_module_targets(&p, 1, targets);
+        ASSERT_INT_EQ(targets[KNOB_NVME_POLL_QUEUES], 4096);
+        ReconcileOptions o = { .mode = RECONCILE_APPLY, .modprobe_dropin = dropin, .module_targets = targets,
+                               .nvme_module_dir = module };
+        ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+        /* nvme's io_queue_count_set refuses more than the possible CPUs, and a refused
+         * option stops the module from loading: never write one. */
+        ASSERT_INT_EQ(nvme_dropin_read(dropin, v), 0);
+        ASSERT_INT_EQ(v[KNOB_NVME_POLL_QUEUES], (int) possible);
+        char want[16];
+        snprintf(want, sizeof(want), "%u", possible);
+        ASSERT_STREQ(row(p, KNOB_NVME_POLL_QUEUES)->effective, want); /* resolved: clamped the same way */
+        device_plan_free(p);
+        config_free(c);
+
+        /* The profiles now want 0 and the controller has 0: the drop-in follows down. */
+        tmpdir_write(dir, "conf/profiles/many.yaml", "nvme: { poll_queues: 0 }\n");
+        c = config_in(conf);
+        ASSERT_TRUE(c);
+        ASSERT_INT_EQ(plan_device(c, nvme_disk("nvme0n1", "nvme0", "A"), NULL, &p), 0);
+        plan_module_targets(&p, 1, targets);
+        ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+        ASSERT_INT_EQ(row(p, KNOB_NVME_POLL_QUEUES)->state, STATE_OK);
+        ASSERT_INT_EQ(nvme_dropin_read(dropin, v), 0);
+        ASSERT_INT_EQ(v[KNOB_NVME_POLL_QUEUES], 0);
+        device_plan_free(p);
+        config_free(c);
+        tmpdir_remove(dir);
+        free(dropin);
+        free(module);
+        free(conf);
+}
+
+TEST(apst_without_the_kernel_only_off) {
+        NvmeCtrl c = { .name = (char *) "nvme0", .has_pm_qos = false, .identified = true, .apsta = true,
+                       .coalescing_changeable = -1 };
+        const Knob *k = knob_get(KNOB_NVME_APST);
+        char *why = NULL;
+        ASSERT_INT_EQ(nvme_row_changeable(&c, k, "off", &why), 1);
+        ASSERT_INT_EQ(nvme_row_changeable(&c, k, "25000", &why), 0);
+        ASSERT_TRUE(strstr(why, "only 'off'") != NULL);
+        free(why);
+        why = NULL;
+        c.has_pm_qos = true;
+        ASSERT_INT_EQ(nvme_row_changeable(&c, k, "25000", &why), 1);
+        c.coalescing_changeable = 0;
+        ASSERT_INT_EQ(nvme_row_changeable(&c, knob_get(KNOB_NVME_COALESCING), "off", &why), 0);
+        free(why);
+}
+
 TEST(controller_rows_only_on_nvme) {
         char *dir = tmpdir_new();
         tmpdir_write(dir, "profiles/ctl.yaml",
@@ -383,4 +447,5 @@ TEST(controller_rows_only_on_nvme) {
 
 TEST_MAIN(T(coalescing_words), T(coalescing_text), T(apst_words_and_values), T(number_of_queues_reply),
           T(feature_argument_blocks), T(queue_maps), T(dropin_round_trip), T(module_queue_counts_pending_reboot),
+          T(dropin_clamped_to_possible_cpus_and_lowered), T(apst_without_the_kernel_only_off),
           T(controller_rows_only_on_nvme))

@@ -58,8 +58,10 @@ check_daemon_rebinds_for_more() {
 	wait_for "iotunectl status | grep -Eq '^  $ctrl .*queues 2 default, 0 read, 2 poll'" 30 \
 		"iotunectl status; journalctl -b -u iotuned -n 30 --no-pager"
 	note "status shows 2 poll queues on $ctrl after ${WAITED}s"
-	assert_match "rebound controller $ctrl for new queue counts" \
-		"$(journalctl -b -u iotuned --no-pager -o cat | grep rebound)" "journal"
+	assert_match "controller $ctrl was unbound and bound again for new queue counts" \
+		"$(journalctl -b -u iotuned --no-pager -o cat | grep 'bound again')" "journal"
+	assert_match "$ctrl poll_queues 1 -> 2" \
+		"$(journalctl -b -u iotuned --no-pager -o cat KNOB=poll_queues)" "journal, KNOB=poll_queues"
 	assert_eq 2 "$(cat /sys/module/nvme/parameters/poll_queues)" "live nvme.poll_queues"
 	disk=$(disk_by_serial nv0)
 	assert_eq 1 "$(cat "/sys/block/$disk/queue/io_poll")" "$disk io_poll"

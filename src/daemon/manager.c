@@ -201,6 +201,8 @@ static void set_irqbalance_state(Manager *m, const char *fmt, ...) {
         if (vasprintf(&s, fmt, ap) < 0)
                 s = NULL;
         va_end(ap);
+        if (!streq_ptr(s, m->irqbalance_state))
+                m->status_dirty = true; /* the next drift check rewrites status.json */
         free(m->irqbalance_state);
         m->irqbalance_state = s;
 }
@@ -229,6 +231,12 @@ static int add_unique(unsigned **a, size_t *n, unsigned v) {
  * whole list, so we send (current - ours before) + ours now. A restarted
  * irqbalance (new PID) lost our bans; they are sent again. stopping: withdraw
  * ours. Without the socket we still verify and re-assert, and say so. */
+/* irqbalance answers its socket from the same loop that rebalances, which under
+ * load (or emulation) takes seconds: ask it only when something changed (our set
+ * of vectors, its pid) and otherwise at most this often, to see bans someone else
+ * replaced. A drift check must not wait on irqbalance every interval. */
+#define IRQBALANCE_RECHECK_USEC (30 * USEC_PER_SEC)
+
 static void manager_sync_irqbalance(Manager *m, bool stopping) {
         _cleanup_free_ unsigned *want = NULL, *current = NULL, *next = NULL;
         size_t n_want = 0, n_current = 0, n_next = 0;
@@ -264,9 +272,20 @@ static void manager_sync_irqbalance(Manager *m, bool stopping) {
                                  m->irqbalance_last_pid, b.pid);
                 m->n_our_bans = 0;
         }
+        if (!stopping && b.pid == m->irqbalance.pid && m->irqbalance_synced_usec &&
+            now_usec(CLOCK_MONOTONIC) - m->irqbalance_synced_usec < IRQBALANCE_RECHECK_USEC && n_want == m->n_our_bans) {
+                bool unchanged = true;
+                for (size_t i = 0; unchanged && i < n_want; i++)
+                        unchanged = contains(m->our_bans, m->n_our_bans, want[i]);
+                if (unchanged) {
+                        irqbalance_done(&b);
+                        return;
+                }
+        }
         m->irqbalance_last_pid = b.pid;
         irqbalance_done(&m->irqbalance);
         m->irqbalance = b;
+        m->irqbalance_synced_usec = 0;
 
         r = irqbalance_get_banned(&m->irqbalance, &current, &n_current);
         if (r < 0) {
@@ -297,6 +316,7 @@ static void manager_sync_irqbalance(Manager *m, bool stopping) {
         free(m->our_bans);
         m->our_bans = TAKE_PTR(want);
         m->n_our_bans = n_want;
+        m->irqbalance_synced_usec = now_usec(CLOCK_MONOTONIC);
         set_irqbalance_state(m, "pid %d: %zu IRQ%s banned by iotuned", m->irqbalance.pid, n_want,
                              n_want == 1 ? "" : "s");
 }
@@ -565,8 +585,13 @@ int manager_check_drift(Manager *m) {
                         s->hold = false;
                 }
         }
+        uint64_t checked = now_usec(CLOCK_MONOTONIC);
         manager_sync_irqbalance(m, false);
-        if (changed || now_usec(CLOCK_REALTIME) - m->last_check_usec >= STATUS_REFRESH_USEC) {
+        log_debug("Drift check: %llu ms reading and writing, %llu ms irqbalance.",
+                  (unsigned long long) ((checked - now) / 1000),
+                  (unsigned long long) ((now_usec(CLOCK_MONOTONIC) - checked) / 1000));
+        if (changed || m->status_dirty || now_usec(CLOCK_REALTIME) - m->last_check_usec >= STATUS_REFRESH_USEC) {
+                m->status_dirty = false;
                 m->last_check_usec = now_usec(CLOCK_REALTIME);
                 manager_write_status(m);
                 manager_notify_status(m, NULL);

@@ -42,6 +42,8 @@ typedef struct Manager {
         size_t n_our_bans;
         char *irqbalance_state;
         int irqbalance_last_pid;         /* survives "gone", to recognise a restart */
+        uint64_t irqbalance_synced_usec; /* CLOCK_MONOTONIC of the last exchange that succeeded */
+        bool status_dirty;               /* something status.json shows changed outside a drift */
 
         unsigned drifts_corrected;
         unsigned conflicts;

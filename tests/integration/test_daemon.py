@@ -303,10 +303,24 @@ class DaemonTest(unittest.TestCase):
             ib = self.status()["daemon"]["irqbalance"]
             self.assertEqual((ib["pid"], ib["banned_by_iotuned"]), (os.getpid(), [40]))
             self.assertIn(f"irqbalance: pid {os.getpid()}: 1 IRQ banned by iotuned", self.ctl("status").stdout)
-            # irqbalance restarted (here: forgot its runtime bans): they come back
+            # Forgetting the bans with the same pid is not looked at every interval
+            # (irqbalance is asked again after 30 s, or when something changes)...
             fake.banned = [99]
-            wait_for(lambda: sorted(fake.banned) == [40, 99], what="bans re-sent")
-            self.stop()
+            time.sleep(3 * INTERVAL)
+            self.assertEqual(fake.banned, [99])
+            # ...but a restart (a new pid: its runtime bans are gone) is, at once.
+            other = subprocess.Popen(["sleep", "60"])
+            try:
+                new_path = os.path.join(os.path.dirname(fake.path), f"irqbalance{other.pid}.sock")
+                os.rename(fake.path, new_path)
+                fake.path = new_path
+                wait_for(lambda: sorted(fake.banned) == [40, 99], what="bans re-sent")
+                wait_for(lambda: self.status()["daemon"]["irqbalance"]["pid"] == other.pid, what="new pid in status")
+                self.assertIn(f"irqbalance restarted (pid {os.getpid()} -> {other.pid})", self.daemon_log())
+                self.stop()
+            finally:
+                other.kill()
+                other.wait()
             self.assertEqual(fake.banned, [99])
             self.assertTrue(all(c == "setup" or c.startswith("settings ban irqs ") for c in fake.commands))
         finally:

@@ -494,9 +494,23 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
         return 0;
 }
 
+static bool controller_rebound_before(const Plan *p, size_t upto) {
+        const NvmeCtrl *c = p->devices[upto]->device->nvme;
+        for (size_t i = 0; c && c->address && i < upto; i++)
+                if (p->devices[i]->rebound && p->devices[i]->device->nvme &&
+                    streq_ptr(p->devices[i]->device->nvme->address, c->address))
+                        return true;
+        return false;
+}
+
 int reconcile_plan(Plan *p, const ReconcileOptions *o) {
         for (size_t i = 0; i < p->n; i++) {
-                int r = reconcile_device(p->devices[i], o);
+                int r;
+                if (controller_rebound_before(p, i))
+                        /* Its controller was rebound just now: this disk is gone and back as
+                         * a new device; whoever planned it plans it again. */
+                        continue;
+                r = reconcile_device(p->devices[i], o);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0 && !p->devices[i]->error &&

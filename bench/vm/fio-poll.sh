@@ -18,10 +18,6 @@ ROUNDS=${BENCH_ROUNDS:-3}
 RUNTIME=${BENCH_RUNTIME:-8}
 CONF=/etc/iotuned
 
-io_irqs() { # CTRL: interrupts raised by its I/O vectors, all CPUs
-	awk -v c="$1" '$NF ~ "^" c "q[1-9][0-9]*$" { for (i = 2; i < NF; i++) if ($i ~ /^[0-9]+$/) s += $i } END { print s + 0 }' /proc/interrupts
-}
-
 run_fio() { # DISK HIPRI -> "IOPS P99_USEC IOS"
 	fio --name=bench --filename="/dev/$1" --rw=randread --bs=4k --ioengine=io_uring --hipri="$2" --direct=1 \
 		--iodepth=1 --time_based --runtime="$RUNTIME" --output-format=json |
@@ -44,14 +40,14 @@ scenario_setup() {
 check_bench() {
 	local disk ctrl r mode hipri res iops p99 ios a b irq_per_io irq_iops=() irq_p99=() poll_iops=() poll_p99=()
 	disk=$(disk_by_serial nv0)
-	ctrl=$(basename "$(readlink -f "/sys/block/$disk/device")")
+	ctrl=$(nvme_ctrl_of_disk "$disk")
 	note "$ROUNDS rounds x 2 modes x ${RUNTIME}s, fio 4k randread QD1, io_uring, O_DIRECT on $disk ($ctrl)"
 	for ((r = 1; r <= ROUNDS; r++)); do
 		for mode in interrupt polled; do
 			[[ $mode == polled ]] && hipri=1 || hipri=0
-			a=$(io_irqs "$ctrl")
+			a=$(nvme_io_irqs "$ctrl")
 			res=$(run_fio "$disk" "$hipri") || fail "fio failed"
-			b=$(io_irqs "$ctrl")
+			b=$(nvme_io_irqs "$ctrl")
 			read -r iops p99 ios <<<"$res"
 			irq_per_io=$("$IOTVM_PY" -c "print('%.2f' % (($b - $a) / max($ios, 1)))")
 			printf 'RESULT round=%d mode=%-9s iops=%7d p99_usec=%6d irqs_per_io=%s\n' "$r" "$mode" "$iops" "$p99" "$irq_per_io"

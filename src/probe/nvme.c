@@ -46,7 +46,11 @@ static int open_ctrl(const NvmeCtrl *c, char **ret_why) {
         if (fd < 0) {
                 int r = -errno;
                 if (ret_why)
-                        (void) asprintf_safe(ret_why, "cannot open %s: %s", c->devnode, strerror(-r));
+                        (void) asprintf_safe(ret_why, "cannot open %s: %s%s", c->devnode, strerror(-r),
+                                             r == -EPERM || r == -EACCES
+                                                     ? " (admin commands need root with CAP_SYS_ADMIN, and in a "
+                                                       "unit DeviceAllow=char-nvme rw, as iotuned.service has)"
+                                                     : "");
                 return r;
         }
         return fd;

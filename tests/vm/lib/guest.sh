@@ -171,6 +171,17 @@ nvme_ctrl_disks() { # CTRL [NSID]
 	return 0
 }
 
+# The NVMe controller of a namespace disk: nvme0n1 -> nvme0 (its device link).
+nvme_ctrl_of_disk() { # DISK -> nvmeX
+	basename "$(readlink -f "/sys/block/$1/device")"
+}
+
+# Interrupts raised so far by a controller's I/O vectors (nvmeXq1.., not the admin
+# queue's q0), summed over all CPUs, from /proc/interrupts.
+nvme_io_irqs() { # CTRL
+	awk -v c="$1" '$NF ~ "^" c "q[1-9][0-9]*$" { for (i = 2; i < NF; i++) if ($i ~ /^[0-9]+$/) s += $i } END { print s + 0 }' /proc/interrupts
+}
+
 disk_by_serial() { # SERIAL -> vda / nvme0n1 / sda
 	local b n s
 	for b in /sys/block/*; do

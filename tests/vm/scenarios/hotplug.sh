@@ -41,7 +41,7 @@ check_hot_add() {
 	grep -E "/$disk \(block\)" "$MON" | sed 's/^/    | /'
 	assert_exists "/dev/$disk"
 	assert_sched "$disk" none
-	assert_eq "$(nvme_ctrl_by_serial hot1)" "$(basename "$(readlink -f "/sys/block/$disk/device")")" "controller of $disk"
+	assert_eq "$(nvme_ctrl_by_serial hot1)" "$(nvme_ctrl_of_disk "$disk")" "controller of $disk"
 	echo "$disk" >/run/iotvm-hot-disk
 }
 

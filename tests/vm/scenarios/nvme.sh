@@ -21,7 +21,6 @@ BUSY_MNT=/mnt/iotvm-busy
 
 idle_disk() { disk_by_serial nv0; }
 busy_disk() { disk_by_serial nv1; }
-ctrl_of() { basename "$(readlink -f "/sys/block/$1/device")"; } # DISK -> nvmeX
 
 profiles() { # the profiles this scenario uses; use_profile picks one for both disks
 	mkdir -p "$CONF/profiles" "$CONF/iotuned.yaml.d"
@@ -60,7 +59,7 @@ scenario_setup() {
 	assert_ok mkfs.ext4 -q -F "/dev/$busy"
 	mkdir -p "$BUSY_MNT"
 	assert_ok mount "/dev/$busy" "$BUSY_MNT"
-	note "idle: $(idle_disk) on $(ctrl_of "$(idle_disk)"); busy: $busy on $(ctrl_of "$busy"), mounted at $BUSY_MNT"
+	note "idle: $(idle_disk) on $(nvme_ctrl_of_disk "$(idle_disk)"); busy: $busy on $(nvme_ctrl_of_disk "$busy"), mounted at $BUSY_MNT"
 	assert_eq 0 "$(cat /sys/module/nvme/parameters/poll_queues)" "nvme.poll_queues at boot"
 	assert_not_exists "$DROPIN"
 }
@@ -68,7 +67,7 @@ scenario_setup() {
 check_identity() {
 	local disk ctrl out idj
 	disk=$(idle_disk)
-	ctrl=$(ctrl_of "$disk")
+	ctrl=$(nvme_ctrl_of_disk "$disk")
 	out=/run/iotvm-explain.json
 	iotunectl --json explain "$disk" >"$out" || fail "iotunectl explain $disk failed: $(cat "$out")"
 	idj=/run/iotvm-id-ctrl.json
@@ -108,7 +107,7 @@ check_shipped_latency_states() {
 	for disk in $(idle_disk) $(busy_disk); do
 		assert_eq unsupported "$(json_setting "$j" "$disk" apst state)" "$disk apst"
 		assert_match "APSTA is 0" "$(json_setting "$j" "$disk" apst note)" "$disk apst note"
-		assert_not_exists "/sys/class/nvme/$(ctrl_of "$disk")/power/pm_qos_latency_tolerance_us"
+		assert_not_exists "/sys/class/nvme/$(nvme_ctrl_of_disk "$disk")/power/pm_qos_latency_tolerance_us"
 		# Get Features 0x08 answers 0 (QEMU's default), which is what latency wants.
 		assert_eq off "$(json_setting "$j" "$disk" coalescing observed)" "$disk coalescing read back"
 		assert_eq ok "$(json_setting "$j" "$disk" coalescing state)" "$disk coalescing"
@@ -118,7 +117,7 @@ check_shipped_latency_states() {
 check_coalescing_not_changeable_and_io_timeout() {
 	local disk ctrl j=/run/iotvm-apply.json
 	disk=$(idle_disk)
-	ctrl=$(ctrl_of "$disk")
+	ctrl=$(nvme_ctrl_of_disk "$disk")
 	use_profile co
 	iotunectl --json apply >"$j" || fail "apply exited $?: $(cat "$j")"
 	assert_eq unsupported "$(json_setting "$j" "$disk" coalescing state)" "$disk coalescing (QEMU 7.2 refuses Set Features 0x08)"
@@ -152,7 +151,7 @@ check_poll_queues_pending_reboot() {
 check_rebind_idle_refuse_mounted() {
 	local idle busy ictrl bctrl j=/run/iotvm-apply.json out
 	idle=$(idle_disk) busy=$(busy_disk)
-	ictrl=$(ctrl_of "$idle") bctrl=$(ctrl_of "$busy")
+	ictrl=$(nvme_ctrl_of_disk "$idle") bctrl=$(nvme_ctrl_of_disk "$busy")
 	use_profile poll-rebind
 	out=$(iotunectl apply 2>&1) || fail "apply exited $?: $out"
 	printf '%s\n' "$out" | sed 's/^/    | /'
@@ -171,11 +170,6 @@ check_rebind_idle_refuse_mounted() {
 	assert_eq pending-reboot "$(json_setting "$j" "$busy" poll_queues state)" "$busy poll_queues"
 }
 
-# Interrupts raised by the controller's I/O vectors (nvmeXq1..), all CPUs.
-io_irqs() { # CTRL
-	awk -v c="$1" '$NF ~ "^" c "q[1-9][0-9]*$" { for (i = 2; i < NF; i++) if ($i ~ /^[0-9]+$/) s += $i } END { print s + 0 }' /proc/interrupts
-}
-
 reads() { # DISK HIPRI(0|1): 4 MiB of 4 KiB direct random reads; hipri=1 is IORING_SETUP_IOPOLL
 	fio --name=hipri --filename="/dev/$1" --ioengine=io_uring --hipri="$2" --direct=1 --rw=randread \
 		--bs=4k --size=4m --io_size=4m --output-format=terse >/dev/null
@@ -184,7 +178,7 @@ reads() { # DISK HIPRI(0|1): 4 MiB of 4 KiB direct random reads; hipri=1 is IORI
 check_polled_reads_use_the_poll_queue() {
 	local disk ctrl t types="" a b c
 	disk=$(idle_disk)
-	ctrl=$(ctrl_of "$disk")
+	ctrl=$(nvme_ctrl_of_disk "$disk")
 	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 	for t in /sys/kernel/debug/block/"$disk"/hctx*/type; do
 		types+="${t%/type} $(<"$t"); "
@@ -192,11 +186,11 @@ check_polled_reads_use_the_poll_queue() {
 	assert_match "hctx2 poll" "$types" "blk-mq hardware queue types of $disk"
 	# 1024 reads each: interrupt-driven, then polled (RWF_HIPRI). A polled read is
 	# completed by the submitter spinning on the poll queue's CQ: no interrupt.
-	a=$(io_irqs "$ctrl")
+	a=$(nvme_io_irqs "$ctrl")
 	reads "$disk" 0 || fail "fio (interrupts) failed"
-	b=$(io_irqs "$ctrl")
+	b=$(nvme_io_irqs "$ctrl")
 	reads "$disk" 1 || fail "fio (polled) failed"
-	c=$(io_irqs "$ctrl")
+	c=$(nvme_io_irqs "$ctrl")
 	note "I/O vector interrupts for 1024 reads: interrupt-driven $((b - a)), polled $((c - b))"
 	(( b - a >= 512 )) || fail "interrupt-driven reads raised only $((b - a)) interrupts: cannot tell"
 	(( (c - b) * 10 < b - a )) || fail "polled reads raised $((c - b)) interrupts (interrupt-driven: $((b - a)))"

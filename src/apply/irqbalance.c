@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <glob.h>
+#include <json-c/json.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 
+#include "fileio.h"
 #include "irqbalance.h"
 #include "util.h"
 
 /* irqbalance reads a command with one recv of up to this many bytes (and 1.9.3+
  * copies the IRQ list into a 256-byte buffer): longer ban lists are cut there. */
 #define IRQBALANCE_CMD_MAX 1024
-#define IRQBALANCE_TIMEOUT_MS 2000
+#define IRQBALANCE_BANS_VERSION 1
 
 void irqbalance_done(IrqBalance *b) {
         free(b->socket_path);
@@ -49,7 +52,18 @@ int irqbalance_find(const char *root, IrqBalance *ret) {
         return r;
 }
 
-static int request(const IrqBalance *b, const char *cmd, char **ret_reply) {
+static uint64_t now_msec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* Every step is bounded by one deadline: irqbalance answers from the loop that
+ * rebalances, and a stopped (SIGSTOP) or stuck irqbalance still has the kernel
+ * queue our connection and data until its backlog of one connection is full,
+ * after which a blocking connect(2) would wait for ever. SO_SNDTIMEO bounds that
+ * wait and the send; EAGAIN from either means the time ran out. */
+static int request(const IrqBalance *b, const char *cmd, unsigned timeout_ms, char **ret_reply) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         union {
                 struct cmsghdr h;
@@ -60,16 +74,24 @@ static int request(const IrqBalance *b, const char *cmd, char **ret_reply) {
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
                              .msg_controllen = sizeof(control) };
         struct cmsghdr *cm;
+        struct timeval tv;
         _cleanup_close_ int fd = -1;
+        uint64_t deadline;
 
+        if (timeout_ms == 0)
+                timeout_ms = IRQBALANCE_TIMEOUT_MS;
+        deadline = now_msec() + timeout_ms;
         if (strlen(b->socket_path) >= sizeof(sa.sun_path) || strlen(cmd) >= IRQBALANCE_CMD_MAX)
                 return -E2BIG;
         strcpy(sa.sun_path, b->socket_path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return negative_errno();
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+        tv = (struct timeval) { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
                 return negative_errno();
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : negative_errno();
 
         cm = CMSG_FIRSTHDR(&mh);
         cm->cmsg_level = SOL_SOCKET;
@@ -77,21 +99,25 @@ static int request(const IrqBalance *b, const char *cmd, char **ret_reply) {
         cm->cmsg_len = CMSG_LEN(sizeof(cred));
         memcpy(CMSG_DATA(cm), &cred, sizeof(cred));
         if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
-                return negative_errno();
+                return errno == EAGAIN ? -ETIMEDOUT : negative_errno();
 
         if (ret_reply) {
                 char buf[8192];
                 size_t len = 0;
                 for (;;) {
                         struct pollfd p = { .fd = fd, .events = POLLIN };
+                        uint64_t now = now_msec();
                         ssize_t n;
-                        int q = poll(&p, 1, IRQBALANCE_TIMEOUT_MS);
+                        int q;
+                        if (now >= deadline)
+                                return -ETIMEDOUT;
+                        q = poll(&p, 1, (int) MIN(deadline - now, (uint64_t) INT32_MAX));
                         if (q < 0 && errno == EINTR)
                                 continue;
                         if (q <= 0)
                                 return q == 0 ? -ETIMEDOUT : negative_errno();
-                        n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
-                        if (n < 0 && errno == EINTR)
+                        n = recv(fd, buf + len, sizeof(buf) - 1 - len, MSG_DONTWAIT);
+                        if (n < 0 && (errno == EINTR || errno == EAGAIN))
                                 continue;
                         if (n < 0)
                                 return negative_errno();
@@ -144,15 +170,15 @@ int irqbalance_parse_setup(const char *reply, unsigned **ret, size_t *ret_n) {
         return 0;
 }
 
-int irqbalance_get_banned(const IrqBalance *b, unsigned **ret, size_t *ret_n) {
+int irqbalance_get_banned(const IrqBalance *b, unsigned timeout_ms, unsigned **ret, size_t *ret_n) {
         _cleanup_free_ char *reply = NULL;
-        int r = request(b, "setup", &reply);
+        int r = request(b, "setup", timeout_ms, &reply);
         if (r < 0)
                 return r;
         return irqbalance_parse_setup(reply, ret, ret_n);
 }
 
-int irqbalance_set_banned(const IrqBalance *b, const unsigned *irqs, size_t n) {
+int irqbalance_set_banned(const IrqBalance *b, unsigned timeout_ms, const unsigned *irqs, size_t n) {
         char cmd[IRQBALANCE_CMD_MAX];
         size_t off = snprintf(cmd, sizeof(cmd), "settings ban irqs");
 
@@ -163,5 +189,138 @@ int irqbalance_set_banned(const IrqBalance *b, const unsigned *irqs, size_t n) {
                 if (off >= sizeof(cmd))
                         return -E2BIG;
         }
-        return request(b, cmd, NULL);
+        return request(b, cmd, timeout_ms, NULL);
+}
+
+/* ---- the record of our bans ---------------------------------------------------- */
+
+static bool json_int_in_range(json_object *o, int64_t min, int64_t max, int64_t *ret) {
+        int64_t v;
+        if (!o || !json_object_is_type(o, json_type_int))
+                return false;
+        errno = 0;
+        v = json_object_get_int64(o);
+        if (errno != 0 || v < min || v > max)
+                return false; /* json-c clamps what does not fit an int64: out of range too */
+        *ret = v;
+        return true;
+}
+
+int irqbalance_bans_parse(const char *text, int *ret_pid, unsigned **ret_irqs, size_t *ret_n) {
+        _cleanup_free_ unsigned *irqs = NULL;
+        json_tokener *tok;
+        json_object *j, *v;
+        size_t len = strlen(text), end, n = 0, count;
+        int64_t x, pid;
+        int r = -EBADMSG;
+
+        if (len > IRQBALANCE_BANS_RECORD_MAX)
+                return -EFBIG;
+        tok = json_tokener_new();
+        if (!tok)
+                return -ENOMEM;
+        j = json_tokener_parse_ex(tok, text, (int) len);
+        end = j ? json_tokener_get_parse_end(tok) : 0;
+        json_tokener_free(tok);
+        if (!j)
+                return -EBADMSG;
+        /* One object and nothing but white space after it. */
+        if (text[end + strspn(text + end, " \t\r\n")] != 0 || !json_object_is_type(j, json_type_object))
+                goto out;
+        if (!json_object_object_get_ex(j, "version", &v) ||
+            !json_int_in_range(v, IRQBALANCE_BANS_VERSION, IRQBALANCE_BANS_VERSION, &x))
+                goto out;
+        if (!json_object_object_get_ex(j, "irqbalance_pid", &v) || !json_int_in_range(v, 1, IRQBALANCE_PID_MAX, &pid))
+                goto out;
+        if (!json_object_object_get_ex(j, "irqs", &v) || !json_object_is_type(v, json_type_array))
+                goto out;
+        count = json_object_array_length(v);
+        if (count > IRQBALANCE_BANS_MAX)
+                goto out;
+        irqs = calloc(count ?: 1, sizeof(unsigned));
+        if (!irqs) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < count; i++) {
+                if (!json_int_in_range(json_object_array_get_idx(v, i), 0, IRQBALANCE_IRQ_MAX, &x))
+                        goto out;
+                irqs[n++] = (unsigned) x;
+        }
+        if (n > 1) {
+                size_t k = 1;
+                qsort(irqs, n, sizeof(unsigned), cmp_unsigned);
+                for (size_t i = 1; i < n; i++)
+                        if (irqs[i] != irqs[k - 1])
+                                irqs[k++] = irqs[i];
+                n = k;
+        }
+        *ret_pid = (int) pid;
+        *ret_irqs = TAKE_PTR(irqs);
+        *ret_n = n;
+        r = 0;
+out:
+        json_object_put(j);
+        return r;
+}
+
+int irqbalance_bans_format(int pid, const unsigned *irqs, size_t n, char **ret) {
+        _cleanup_free_ unsigned *sorted = NULL;
+        json_object *j, *a;
+        const char *text;
+        char *s = NULL;
+
+        if (pid <= 0 || pid > IRQBALANCE_PID_MAX || n > IRQBALANCE_BANS_MAX)
+                return -EINVAL;
+        sorted = calloc(n ?: 1, sizeof(unsigned));
+        if (!sorted)
+                return -ENOMEM;
+        if (n)
+                memcpy(sorted, irqs, n * sizeof(unsigned));
+        qsort(sorted, n, sizeof(unsigned), cmp_unsigned);
+        for (size_t i = 0; i < n; i++)
+                if (sorted[i] > IRQBALANCE_IRQ_MAX)
+                        return -EINVAL;
+
+        j = json_object_new_object();
+        a = json_object_new_array();
+        if (!j || !a) {
+                json_object_put(j);
+                json_object_put(a);
+                return -ENOMEM;
+        }
+        json_object_object_add(j, "version", json_object_new_int(IRQBALANCE_BANS_VERSION));
+        json_object_object_add(j, "irqbalance_pid", json_object_new_int(pid));
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || sorted[i] != sorted[i - 1])
+                        json_object_array_add(a, json_object_new_int64(sorted[i]));
+        json_object_object_add(j, "irqs", a);
+        text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_SPACED);
+        if (text)
+                (void) asprintf_safe(&s, "%s\n", text);
+        json_object_put(j);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int irqbalance_bans_load(const char *path, int *ret_pid, unsigned **ret_irqs, size_t *ret_n) {
+        _cleanup_free_ char *text = NULL;
+        int r = read_regular_file(path, IRQBALANCE_BANS_RECORD_MAX, &text);
+        if (r < 0)
+                return r;
+        return irqbalance_bans_parse(text, ret_pid, ret_irqs, ret_n);
+}
+
+int irqbalance_bans_save(const char *path, int pid, const unsigned *irqs, size_t n) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        if (n == 0)
+                return unlink(path) < 0 && errno != ENOENT ? negative_errno() : 0;
+        r = irqbalance_bans_format(pid, irqs, n, &text);
+        if (r < 0)
+                return r;
+        return write_file_atomic_full(path, text, strlen(text), WRITE_FILE_EXCL_TEMP);
 }

@@ -3,6 +3,19 @@
 
 #include <stddef.h>
 
+/* How long a request waits for irqbalance: to connect (its listen backlog is one
+ * connection), to send, and for the whole reply. */
+#define IRQBALANCE_TIMEOUT_MS 2000u
+
+/* iotuned's record of the bans it sent, under its run directory: which IRQs may
+ * be banned by iotuned in which irqbalance process (see iotuned(8), IRQBALANCE). */
+#define IRQBALANCE_BANS_RECORD "irqbalance-bans.json"
+/* Limits a record must keep: it is read back as untrusted input. */
+#define IRQBALANCE_BANS_RECORD_MAX (64u * 1024u)
+#define IRQBALANCE_BANS_MAX 4096u
+#define IRQBALANCE_IRQ_MAX ((1u << 24) - 1) /* far above any kernel's IRQ_BITMAP_BITS */
+#define IRQBALANCE_PID_MAX (1 << 22)        /* PID_MAX_LIMIT */
+
 /* irqbalance's runtime control socket, /run/irqbalance/irqbalance<PID>.sock
  * (irqbalance 1.8+). One command per connection; the sender must pass
  * SCM_CREDENTIALS with uid 0. "setup" answers "SLEEP n IRQ a LOAD .. DIFF ..
@@ -19,11 +32,28 @@ void irqbalance_done(IrqBalance *b);
 /* -ENOENT: no irqbalance socket (not running, or too old for one). */
 int irqbalance_find(const char *root, IrqBalance *ret);
 
-/* The IRQs irqbalance currently keeps its hands off, sorted. */
-int irqbalance_get_banned(const IrqBalance *b, unsigned **ret, size_t *ret_n);
+/* The IRQs irqbalance currently keeps its hands off, sorted. timeout_ms bounds the
+ * whole exchange (0: IRQBALANCE_TIMEOUT_MS); -ETIMEDOUT when irqbalance does not
+ * accept, take or answer the request in time. */
+int irqbalance_get_banned(const IrqBalance *b, unsigned timeout_ms, unsigned **ret, size_t *ret_n);
 
-/* Replace the banned list. */
-int irqbalance_set_banned(const IrqBalance *b, const unsigned *irqs, size_t n);
+/* Replace the banned list. irqbalance sends no reply: success means the command
+ * was handed to its socket, not that it was applied; a later "setup" shows that. */
+int irqbalance_set_banned(const IrqBalance *b, unsigned timeout_ms, const unsigned *irqs, size_t n);
 
 /* For tests: parse a "setup" reply. */
 int irqbalance_parse_setup(const char *reply, unsigned **ret, size_t *ret_n);
+
+/* The record: {"version": 1, "irqbalance_pid": PID, "irqs": [IRQ, ...]}.
+ * Parsing checks everything (an object, version 1, a PID and IRQ numbers in range,
+ * at most IRQBALANCE_BANS_MAX of them, nothing after the object); unknown keys
+ * are ignored. The IRQs come back sorted, without duplicates. -EBADMSG when the
+ * text is not such a record. */
+int irqbalance_bans_parse(const char *text, int *ret_pid, unsigned **ret_irqs, size_t *ret_n);
+int irqbalance_bans_format(int pid, const unsigned *irqs, size_t n, char **ret);
+/* Read a record with read_regular_file(): -ENOENT when there is none, -ELOOP,
+ * -EBADFD, -EFBIG, -EBADMSG for one that is not a regular file of a valid record. */
+int irqbalance_bans_load(const char *path, int *ret_pid, unsigned **ret_irqs, size_t *ret_n);
+/* Replace the record atomically (a temporary created with O_EXCL next to it, then
+ * renamed over it); with n == 0 remove it (0 when it did not exist). */
+int irqbalance_bans_save(const char *path, int pid, const unsigned *irqs, size_t n);

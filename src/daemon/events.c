@@ -19,6 +19,7 @@ static const char *const message_ids[_EVENT_MAX] = {
         [EVENT_RESTORE] = "491c4daa961a49429ac640a54eacbec9",
         [EVENT_REMOVED] = "37d45c408b0b4ba99354ba9add6a1a42",
         [EVENT_PENDING_REBOOT] = "492b5ad305de457895dce53f9df26d01",
+        [EVENT_BANS_LEFT] = "1fbc58d9394b4ee0a566e877e7cfca78",
 };
 
 const char *event_message_id(EventKind k) {
@@ -133,6 +134,47 @@ void event_config_error(const Diagnostic *d, bool on_reload) {
                 (void) asprintf_safe(&f[2], "CONFIG_COLUMN=%u", d->mark.column);
         }
         emit(EVENT_CONFIG_ERROR, LOG_ERR, msg, (const char *const *) f, ELEMENTSOF(f));
+        free_fields(f, ELEMENTSOF(f));
+}
+
+void event_irqbalance_bans_left(int priority, bool queued, int pid, const char *socket_path, const unsigned *irqs,
+                                size_t n, unsigned attempts, int error, const char *cause, const char *record) {
+        _cleanup_free_ char *list = NULL, *msg = NULL;
+        const char *them = n == 1 ? "it" : "them";
+        char *f[6] = {};
+        size_t len = 0;
+
+        /* "40 41 57": at most IRQBALANCE_BANS_MAX numbers of up to 8 digits. */
+        list = malloc(n * 9 + 1);
+        if (!list)
+                return;
+        list[0] = 0;
+        for (size_t i = 0; i < n; i++)
+                len += sprintf(list + len, "%s%u", i ? " " : "", irqs[i]);
+        if (queued)
+                (void) asprintf_safe(&msg,
+                                     "irqbalance (pid %d) may still ban IRQ%s %s: iotuned stopped before irqbalance "
+                                     "showed %s withdrawn (%u attempt%s): %s. %s keeps %s for the next start of "
+                                     "iotuned, which withdraws what is left.",
+                                     pid, n == 1 ? "" : "s", list, n == 1 ? "this ban" : "these bans", attempts,
+                                     attempts == 1 ? "" : "s", cause, record, them);
+        else
+                (void) asprintf_safe(&msg,
+                                     "irqbalance (pid %d) may still ban IRQ%s %s: iotuned could not withdraw %s before "
+                                     "stopping (%u attempt%s): %s. %s keeps %s for the next start of iotuned, which "
+                                     "withdraws %s; a restart of irqbalance drops %s too.",
+                                     pid, n == 1 ? "" : "s", list, n == 1 ? "this ban" : "these bans", attempts,
+                                     attempts == 1 ? "" : "s", cause, record, them, them, them);
+        if (!msg)
+                return;
+        f[0] = field("IRQS", list);
+        (void) asprintf_safe(&f[1], "IRQBALANCE_PID=%d", pid);
+        f[2] = field("IRQBALANCE_SOCKET", socket_path);
+        f[3] = field("WITHDRAWAL", queued ? "queued" : "not-sent");
+        (void) asprintf_safe(&f[4], "ATTEMPTS=%u", attempts);
+        if (error)
+                (void) asprintf_safe(&f[5], "ERRNO=%d", error < 0 ? -error : error);
+        emit(EVENT_BANS_LEFT, priority, msg, (const char *const *) f, ELEMENTSOF(f));
         free_fields(f, ELEMENTSOF(f));
 }
 

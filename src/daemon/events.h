@@ -18,6 +18,7 @@ typedef enum EventKind {
         EVENT_RESTORE,        /* original values put back */
         EVENT_REMOVED,        /* a tuned device went away */
         EVENT_PENDING_REBOOT, /* an NVMe queue count waits for the driver to probe the controller again */
+        EVENT_BANS_LEFT,      /* irqbalance bans iotuned could not withdraw when it stopped */
         _EVENT_MAX,
 } EventKind;
 
@@ -30,6 +31,15 @@ void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting
 void event_device(EventKind k, int priority, const DevicePlan *p, const char *fmt, ...) _printf_(4, 5);
 /* One configuration diagnostic, with CONFIG_FILE=, CONFIG_LINE=, CONFIG_COLUMN=. */
 void event_config_error(const Diagnostic *d, bool on_reload);
+
+/* At stop: the IRQs irqbalance (pid, socket) may still ban because iotuned could
+ * not withdraw them, or could only queue the withdrawal without seeing it taken
+ * (`queued`), in `attempts` tries; `error` (a negative errno) and `cause` say why,
+ * `record` is the file that lets the next start withdraw them. Fields IRQS=
+ * ("40 41"), IRQBALANCE_PID=, IRQBALANCE_SOCKET=, WITHDRAWAL= ("queued" or
+ * "not-sent"), ATTEMPTS=, ERRNO=. */
+void event_irqbalance_bans_left(int priority, bool queued, int pid, const char *socket_path, const unsigned *irqs,
+                                size_t n, unsigned attempts, int error, const char *cause, const char *record);
 
 /* Log the outcome of a first tuning (start, hotplug, reload) of one device. */
 void event_log_tuned(const DevicePlan *p);

@@ -43,6 +43,20 @@ typedef struct Manager {
         char *irqbalance_state;
         int irqbalance_last_pid;         /* survives "gone", to recognise a restart */
         uint64_t irqbalance_synced_usec; /* CLOCK_MONOTONIC of the last exchange that succeeded */
+        /* The IRQs that may be banned by iotuned in irqbalance `claimed_pid`: what it
+         * sent and no "setup" reply has shown withdrawn yet, a superset of our_bans.
+         * Kept in bans_path (IRQBALANCE_BANS_RECORD), so that a later start can
+         * withdraw what a stop could not; loaded from there at start. */
+        char *bans_path;
+        unsigned *claimed_bans;
+        size_t n_claimed_bans;
+        int claimed_pid;
+        bool claims_saved;               /* bans_path says what claimed_* say */
+        unsigned *leftover_bans;         /* the record of an earlier run, until its first exchange */
+        size_t n_leftover_bans;
+        unsigned *own_bans;              /* irqbalance's own bans in its last reply (its pid unchanged) */
+        size_t n_own_bans;
+        bool own_bans_known;
         bool status_dirty;               /* something status.json shows changed outside a drift */
 
         unsigned drifts_corrected;

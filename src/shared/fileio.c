@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "fileio.h"
 #include "macro.h"
@@ -50,6 +52,45 @@ int read_full_file(const char *path, size_t max, char **ret) {
                 buf = strdup("");
                 if (!buf)
                         return -ENOMEM;
+        }
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\0'))
+                len--;
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int read_regular_file(const char *path, size_t max, char **ret) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t len = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if (st.st_size < 0 || (uint64_t) st.st_size > max)
+                return -EFBIG;
+        buf = malloc(max + 1);
+        if (!buf)
+                return -ENOMEM;
+        /* Read up to one byte more than allowed: a file that grew meanwhile is too big. */
+        for (;;) {
+                ssize_t n = read(fd, buf + len, max + 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                len += n;
+                if (len > max)
+                        return -EFBIG;
         }
         while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\0'))
                 len--;
@@ -117,7 +158,41 @@ int mkdir_p(const char *path, unsigned mode) {
         return 0;
 }
 
-int write_file_atomic(const char *path, const char *contents, size_t len) {
+/* The temporary of write_file_atomic_full(): "PATH.tmp.PID", truncated if it exists
+ * (an earlier instance with the same PID that died between open and rename), or
+ * with WRITE_FILE_EXCL_TEMP "PATH.tmp.<random>", created with O_EXCL. */
+static int open_temp(const char *path, WriteFileFlags flags, char **ret_tmp) {
+        int fd;
+
+        if (!(flags & WRITE_FILE_EXCL_TEMP)) {
+                _cleanup_free_ char *tmp = NULL;
+                if (asprintf_safe(&tmp, "%s.tmp.%d", path, (int) getpid()) < 0)
+                        return -ENOMEM;
+                fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+                if (fd < 0)
+                        return negative_errno();
+                *ret_tmp = TAKE_PTR(tmp);
+                return fd;
+        }
+        for (unsigned attempt = 0; attempt < 16; attempt++) {
+                _cleanup_free_ char *tmp = NULL;
+                uint64_t rnd;
+                if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd))
+                        rnd = ((uint64_t) getpid() << 32) ^ (uint64_t) time(NULL) ^ attempt;
+                if (asprintf_safe(&tmp, "%s.tmp.%016llx", path, (unsigned long long) rnd) < 0)
+                        return -ENOMEM;
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+                if (fd >= 0) {
+                        *ret_tmp = TAKE_PTR(tmp);
+                        return fd;
+                }
+                if (errno != EEXIST)
+                        return negative_errno();
+        }
+        return -EEXIST;
+}
+
+int write_file_atomic_full(const char *path, const char *contents, size_t len, WriteFileFlags flags) {
         _cleanup_free_ char *tmp = NULL, *dir = NULL;
         _cleanup_close_ int fd = -1;
         char *slash;
@@ -135,11 +210,9 @@ int write_file_atomic(const char *path, const char *contents, size_t len) {
                         return r;
         }
 
-        if (asprintf_safe(&tmp, "%s.tmp.%d", path, (int) getpid()) < 0)
-                return -ENOMEM;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        fd = open_temp(path, flags, &tmp);
         if (fd < 0)
-                return negative_errno();
+                return fd;
         while (done < len) {
                 ssize_t n = write(fd, contents + done, len - done);
                 if (n < 0) {
@@ -157,4 +230,8 @@ int write_file_atomic(const char *path, const char *contents, size_t len) {
                 return r;
         }
         return 0;
+}
+
+int write_file_atomic(const char *path, const char *contents, size_t len) {
+        return write_file_atomic_full(path, contents, len, 0);
 }

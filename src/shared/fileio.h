@@ -11,6 +11,13 @@ int read_attr_at(const char *dir, const char *attr, char **ret);
  * grow with the number of disks). -EFBIG beyond that. */
 int read_full_file(const char *path, size_t max, char **ret);
 
+/* The same for a file whose contents are not trusted (a record another process, or
+ * an earlier run, may have left): opened with O_NOFOLLOW|O_NONBLOCK (a symbolic
+ * link is -ELOOP, a FIFO does not block), then it must be a regular file
+ * (-EBADFD otherwise) of at most `max` bytes (-EFBIG). Trailing newlines and NULs
+ * are stripped, as by read_full_file(). */
+int read_regular_file(const char *path, size_t max, char **ret);
+
 /* Write one value to a sysfs/procfs attribute: one unbuffered write(2) of the
  * value plus a newline, no O_CREAT (an absent attribute is -ENOENT, never a new
  * file), O_TRUNC so fixture trees behave like the kernel (sysfs ignores it).
@@ -21,5 +28,16 @@ int write_attr_at(const char *dir, const char *attr, const char *value);
 /* Write a file atomically: temp file in the same directory, fsync-free rename.
  * Creates the parent directory (one level) with mode 0755 if missing. */
 int write_file_atomic(const char *path, const char *contents, size_t len);
+
+typedef enum WriteFileFlags {
+        /* The temporary file gets a random name and is created with O_EXCL (and, as
+         * always, O_NOFOLLOW|O_CLOEXEC), so nothing already at a temporary's path
+         * (another writer's file, a link planted there) is ever truncated or written
+         * through; a name that exists is simply not used. */
+        WRITE_FILE_EXCL_TEMP = 1 << 0,
+} WriteFileFlags;
+
+/* write_file_atomic() with flags; write_file_atomic() is this with 0. */
+int write_file_atomic_full(const char *path, const char *contents, size_t len, WriteFileFlags flags);
 
 int mkdir_p(const char *path, unsigned mode);

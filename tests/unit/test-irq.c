@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* IRQ discovery and placement: /proc/interrupts parsing of captured files, vector
- * classification, PCI function lookup, irqbalance's setup reply, and placement
- * policies on synthetic topologies (two nodes, isolated CPUs, more queues than
- * CPUs and the reverse). */
+ * classification, PCI function lookup, irqbalance's setup reply, the record of
+ * the bans iotuned sent (written atomically, read back as untrusted input), and
+ * placement policies on synthetic topologies (two nodes, isolated CPUs, more
+ * queues than CPUs and the reverse). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
 #include "irq-placement.h"
 #include "irq.h"
 #include "irqbalance.h"
 #include "macro.h"
 #include "tests.h"
+#include "tmpdir.h"
 #include "topology.h"
 
 static char *fixture(const char *rel) {
@@ -97,6 +104,203 @@ TEST(irqbalance_setup_reply) {
         ASSERT_INT_EQ(irqbalance_parse_setup("SLEEP 10 IRQ x", &irqs, &n), -EBADMSG);
 }
 
+static int parse_bans(const char *text, int *pid, char **list) {
+        _cleanup_free_ unsigned *irqs = NULL;
+        size_t n = 0, len = 0;
+        int r = irqbalance_bans_parse(text, pid, &irqs, &n);
+        if (r < 0)
+                return r;
+        *list = malloc(n * 12 + 1);
+        if (!*list)
+                abort();
+        (*list)[0] = 0;
+        for (size_t i = 0; i < n; i++)
+                len += sprintf(*list + len, "%s%u", i ? " " : "", irqs[i]);
+        return 0;
+}
+
+TEST(bans_record_roundtrip) {
+        unsigned irqs[] = { 57, 40, 41, 40 };
+        _cleanup_free_ char *text = NULL, *list = NULL;
+        int pid = 0;
+        ASSERT_INT_EQ(irqbalance_bans_format(1234, irqs, 4, &text), 0);
+        ASSERT_STREQ(text, "{ \"version\": 1, \"irqbalance_pid\": 1234, \"irqs\": [ 40, 41, 57 ] }\n");
+        ASSERT_INT_EQ(parse_bans(text, &pid, &list), 0);
+        ASSERT_INT_EQ(pid, 1234);
+        ASSERT_STREQ(list, "40 41 57");
+        ASSERT_INT_EQ(irqbalance_bans_format(0, irqs, 1, &text), -EINVAL);
+        ASSERT_INT_EQ(irqbalance_bans_format(IRQBALANCE_PID_MAX + 1, irqs, 1, &text), -EINVAL);
+}
+
+TEST(bans_record_untrusted) {
+        _cleanup_free_ char *list = NULL, *big = NULL;
+        int pid = 0;
+        size_t len = 0;
+
+        /* unknown keys are ignored, duplicates dropped, order normalised; white space after the object is fine */
+        ASSERT_INT_EQ(parse_bans("{\"irqs\":[9,3,9],\"irqbalance_pid\":7,\"version\":1,\"note\":{}}\n \n", &pid, &list),
+                      0);
+        ASSERT_INT_EQ(pid, 7);
+        ASSERT_STREQ(list, "3 9");
+        free(list);
+        list = NULL;
+        ASSERT_INT_EQ(parse_bans("{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[]}", &pid, &list), 0);
+        ASSERT_STREQ(list, "");
+        free(list);
+        list = NULL;
+        /* the limits themselves are accepted */
+        ASSERT_INT_EQ(parse_bans("{\"version\":1,\"irqbalance_pid\":4194304,\"irqs\":[0,16777215]}", &pid, &list), 0);
+        ASSERT_STREQ(list, "0 16777215");
+
+        static const char *const bad[] = {
+                "",
+                "garbage",
+                "[]",
+                "null",
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[1]",                  /* cut short */
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[1]} {}",              /* a second document */
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[1]} x",               /* trailing garbage */
+                "{\"irqbalance_pid\":7,\"irqs\":[1]}",                               /* no version */
+                "{\"version\":2,\"irqbalance_pid\":7,\"irqs\":[1]}",                 /* a future format */
+                "{\"version\":\"1\",\"irqbalance_pid\":7,\"irqs\":[1]}",
+                "{\"version\":1,\"irqs\":[1]}",                                      /* no pid */
+                "{\"version\":1,\"irqbalance_pid\":0,\"irqs\":[1]}",
+                "{\"version\":1,\"irqbalance_pid\":-5,\"irqs\":[1]}",
+                "{\"version\":1,\"irqbalance_pid\":4194305,\"irqs\":[1]}",
+                "{\"version\":1,\"irqbalance_pid\":99999999999999999999999,\"irqs\":[1]}",
+                "{\"version\":1,\"irqbalance_pid\":7.0,\"irqs\":[1]}",
+                "{\"version\":1,\"irqbalance_pid\":\"7\",\"irqs\":[1]}",
+                "{\"version\":1,\"irqbalance_pid\":true,\"irqs\":[1]}",
+                "{\"version\":1,\"irqbalance_pid\":7}",                              /* no irqs */
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":\"1 2\"}",
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":{\"1\":1}}",
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[-1]}",
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[16777216]}",
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[4294967336]}",       /* 40 + 2^32 */
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[1.5]}",
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[\"40\"]}",
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[null]}",
+                "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[[40]]}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char *l = NULL;
+                int r = parse_bans(bad[i], &pid, &l);
+                free(l);
+                if (r != -EBADMSG)
+                        fprintf(stderr, "# accepted or mis-reported (%d): %s\n", r, bad[i]);
+                ASSERT_INT_EQ(r, -EBADMSG);
+        }
+
+        /* more IRQs than a record may hold */
+        big = malloc(64 * 1024);
+        ASSERT_TRUE(big);
+        len = sprintf(big, "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[");
+        for (unsigned i = 0; i <= IRQBALANCE_BANS_MAX; i++)
+                len += sprintf(big + len, "%s%u", i ? "," : "", i);
+        sprintf(big + len, "]}");
+        ASSERT_INT_EQ(parse_bans(big, &pid, &list), -EBADMSG);
+}
+
+static unsigned count_entries(const char *dir) {
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        unsigned n = 0;
+        if (!d)
+                abort();
+        while ((de = readdir(d)))
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n;
+}
+
+TEST(bans_record_files) {
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *path = path_join(dir, "run/iotuned/" IRQBALANCE_BANS_RECORD), *text = NULL,
+                            *target = path_join(dir, "target"), *rundir = path_join(dir, "run/iotuned");
+        _cleanup_free_ unsigned *irqs = NULL;
+        unsigned want[] = { 41, 40 };
+        size_t n = 0;
+        int pid = 0;
+
+        ASSERT_TRUE(path && target && rundir);
+        /* none yet; removing none is fine */
+        ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), -ENOENT);
+        ASSERT_INT_EQ(irqbalance_bans_save(path, 99, NULL, 0), 0);
+        /* written (the directory is created), read back, nothing else left in the directory */
+        ASSERT_INT_EQ(irqbalance_bans_save(path, 99, want, 2), 0);
+        ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), 0);
+        ASSERT_INT_EQ(pid, 99);
+        ASSERT_INT_EQ(n, 2);
+        ASSERT_INT_EQ(irqs[0], 40);
+        ASSERT_INT_EQ(irqs[1], 41);
+        ASSERT_INT_EQ(count_entries(rundir), 1);
+        /* rewritten in place */
+        ASSERT_INT_EQ(irqbalance_bans_save(path, 100, want + 1, 1), 0);
+        free(irqs);
+        irqs = NULL;
+        ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), 0);
+        ASSERT_INT_EQ(pid, 100);
+        ASSERT_INT_EQ(n, 1);
+        ASSERT_INT_EQ(irqs[0], 40);
+        ASSERT_INT_EQ(count_entries(rundir), 1);
+        /* n == 0 removes it */
+        ASSERT_INT_EQ(irqbalance_bans_save(path, 100, NULL, 0), 0);
+        ASSERT_INT_EQ(access(path, F_OK), -1);
+        ASSERT_INT_EQ(count_entries(rundir), 0);
+
+        /* a symbolic link is not followed, neither read nor written through */
+        tmpdir_write(dir, "target", "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[1]}");
+        ASSERT_INT_EQ(symlink(target, path), 0);
+        ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), -ELOOP);
+        ASSERT_INT_EQ(irqbalance_bans_save(path, 5, want, 1), 0);
+        ASSERT_INT_EQ(read_regular_file(target, 4096, &text), 0);
+        ASSERT_STREQ(text, "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[1]}");
+        ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), 0);
+        ASSERT_INT_EQ(pid, 5);
+        ASSERT_INT_EQ(unlink(path), 0);
+
+        /* not a regular file: a directory, a FIFO (must not block) */
+        ASSERT_INT_EQ(mkdir(path, 0755), 0);
+        ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), -EBADFD);
+        ASSERT_INT_EQ(rmdir(path), 0);
+        ASSERT_INT_EQ(mkfifo(path, 0644), 0);
+        ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), -EBADFD);
+        ASSERT_INT_EQ(unlink(path), 0);
+
+        /* too big, and not a record */
+        {
+                _cleanup_free_ char *huge = malloc(IRQBALANCE_BANS_RECORD_MAX + 2);
+                ASSERT_TRUE(huge);
+                memset(huge, ' ', IRQBALANCE_BANS_RECORD_MAX + 1);
+                huge[IRQBALANCE_BANS_RECORD_MAX + 1] = 0;
+                tmpdir_write(dir, "run/iotuned/" IRQBALANCE_BANS_RECORD, huge);
+        }
+        ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), -EFBIG);
+        tmpdir_write(dir, "run/iotuned/" IRQBALANCE_BANS_RECORD, "{\"version\":1}");
+        ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), -EBADMSG);
+        tmpdir_remove(dir);
+}
+
+TEST(write_file_atomic_excl_temp) {
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *path = path_join(dir, "f.json"), *text = NULL;
+        ASSERT_TRUE(path);
+        ASSERT_INT_EQ(write_file_atomic_full(path, "one", 3, WRITE_FILE_EXCL_TEMP), 0);
+        ASSERT_INT_EQ(write_file_atomic_full(path, "two\n", 4, WRITE_FILE_EXCL_TEMP), 0);
+        ASSERT_INT_EQ(read_regular_file(path, 16, &text), 0);
+        ASSERT_STREQ(text, "two");
+        ASSERT_INT_EQ(count_entries(dir), 1);
+        free(text);
+        text = NULL;
+        /* the plain variant behaves as before */
+        ASSERT_INT_EQ(write_file_atomic(path, "three", 5), 0);
+        ASSERT_INT_EQ(read_regular_file(path, 16, &text), 0);
+        ASSERT_STREQ(text, "three");
+        ASSERT_INT_EQ(read_regular_file(path, 4, &text), -EFBIG);
+        ASSERT_INT_EQ(count_entries(dir), 1);
+        tmpdir_remove(dir);
+}
+
 /* Two nodes: 0-3 and 4-7; CPU 3 isolated, CPU 7 nohz_full. */
 static void two_nodes(Topology *t) {
         *t = (Topology) {};
@@ -183,5 +387,6 @@ TEST(fewer_queues_than_cpus_and_all_isolated) {
 }
 
 TEST_MAIN(T(proc_interrupts_host_capture), T(proc_interrupts_vm_capture), T(classify_vectors), T(pci_function_lookup),
-          T(irqbalance_setup_reply), T(queue_local), T(node_local_and_spread_round_robin), T(explicit_cpus),
+          T(irqbalance_setup_reply), T(bans_record_roundtrip), T(bans_record_untrusted), T(bans_record_files),
+          T(write_file_atomic_excl_temp), T(queue_local), T(node_local_and_spread_round_robin), T(explicit_cpus),
           T(fewer_queues_than_cpus_and_all_isolated))

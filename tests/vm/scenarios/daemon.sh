@@ -93,31 +93,43 @@ for l in sys.stdin:
 	note "ok: journalctl -x explains the entry (catalog installed)"
 }
 
+# The hand-written value is never read back (the daemon may already have undone
+# it): what is asserted is the new drift event and the final state.
 check_drift_corrected_within_interval() {
-	local t0 ms
-	echo mq-deadline >/sys/block/nvme0n1/queue/scheduler
+	local t0 ms n0 bound
+	n0=$(sched_drift_events)
 	t0=$(_iotvm_us)
-	assert_sched nvme0n1 mq-deadline
-	# One interval plus its 10% jitter, plus TCG slack for the check itself.
-	wait_for '[[ $(sched_of nvme0n1) == none ]]' 5 'ijournal -n 20'
-	ms=$(( ($(_iotvm_us) - t0) / 1000 ))
-	note "drift corrected after $ms ms (interval $INTERVAL_MS ms)"
-	((ms <= INTERVAL_MS * 11 / 10 + 1500)) || fail "correction took $ms ms, more than one interval"
-	wait_for "ijournal DEVICE=nvme0n1 KNOB=scheduler MESSAGE_ID=ddd3ea3720e646139165099acdaad3df | grep -q 'drifted to mq-deadline (desired none); put back'" 5 'ijournal -n 20'
+	echo mq-deadline >/sys/block/nvme0n1/queue/scheduler
+	wait_for "(( \$(sched_drift_events) > n0 ))" 10 'ijournal -n 20'
 	note "ok: drift logged with DEVICE, KNOB and MESSAGE_ID"
+	wait_for '[[ $(sched_of nvme0n1) == none ]]' 5 'ijournal -n 20'
+	ms=$((($(_iotvm_us) - t0) / 1000))
+	# One interval plus its 10% jitter, plus slack for the check itself, scaled
+	# to this guest's speed.
+	bound=$(slow_ms $((INTERVAL_MS * 11 / 10 + 1500)))
+	note "drift corrected after $ms ms (interval $INTERVAL_MS ms, bound $bound ms)"
+	((ms <= bound)) || fail "correction took $ms ms, more than one interval ($bound ms here)"
 	# switching the scheduler reset nr_requests; that is corrected too
 	wait_for '[[ $(cat /sys/block/nvme0n1/queue/nr_requests) == $(cat /sys/block/nvme0n1/mq/0/nr_tags) ]]' 5
 	assert_ok iotunectl verify nvme0n1
 }
 
+sched_drift_events() {
+	ijournal DEVICE=nvme0n1 KNOB=scheduler MESSAGE_ID=ddd3ea3720e646139165099acdaad3df -o cat |
+		grep -c 'drifted to mq-deadline (desired none); put back' || true
+}
+
 check_fighting_loop_gets_one_conflict() {
-	local end=$((SECONDS + 40)) pid
-	# A fighter, like a misconfigured agent: put nomerges back to 0 whenever it is not.
-	( while ((SECONDS < end)); do
+	local pid
+	# A fighter, like a misconfigured agent: put nomerges back to 0 whenever it
+	# is not. It fights until this check ends (however long a slow guest takes).
+	( while :; do
 		[[ $(cat /sys/block/nvme1n1/queue/nomerges) == 0 ]] || echo 0 >/sys/block/nvme1n1/queue/nomerges
 		sleep 0.2
 	done ) &
 	pid=$!
+	# shellcheck disable=SC2064 # this pid, now
+	trap "kill $pid 2>/dev/null || true" EXIT
 	wait_for "ijournal MESSAGE_ID=095bdbb2377f45468291453ee991e258 | grep -q 'nvme1n1: nomerges keeps being changed back to 0'" 35 'ijournal -n 30'
 	note "conflict reported after ${WAITED}s"
 	sleep 3

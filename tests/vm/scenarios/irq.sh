@@ -103,17 +103,29 @@ check_irqbalance_lists_our_bans() {
 	iotunectl status --json | "$IOTVM_PY" -c 'import json,sys; print("    irqbalance:", json.load(sys.stdin)["daemon"]["irqbalance"])' || true
 }
 
+# Moved by hand, the vector is put back and the move logged as drift. The value
+# written by hand is never read back here: the daemon exists to undo it, and its
+# drift check may run before this check looks. What is asserted is the journal
+# event for this very move (one more than before it) and the final state.
 check_hand_move_corrected() {
-	local admin t0 ms
+	local admin t0 ms n0 bound
 	admin=$(admin_n1)
-	echo 0 >"/proc/irq/$admin/smp_affinity_list"
+	n0=$(drift_events)
 	t0=$(_iotvm_us)
-	assert_eq 0 "$(aff "$admin")" "admin vector moved by hand"
+	echo 0 >"/proc/irq/$admin/smp_affinity_list"
+	wait_for "(( \$(drift_events) > n0 ))" 10 'journalctl -b -u iotuned -n 20 --no-pager'
 	wait_for "[[ \$(aff $admin) == 1 ]]" 5 'journalctl -b -u iotuned -n 20 --no-pager'
-	ms=$(( ($(_iotvm_us) - t0) / 1000 ))
-	note "moved back after $ms ms (interval $INTERVAL_MS ms)"
-	((ms <= INTERVAL_MS * 11 / 10 + 1500)) || fail "correction took $ms ms, more than one interval"
-	wait_for "journalctl -b -u iotuned --no-pager KNOB=irq_affinity | grep -q 'drifted to 0 (desired 1)'" 5
+	ms=$((($(_iotvm_us) - t0) / 1000))
+	# One interval plus its 10% jitter, plus slack for the check itself, scaled
+	# to this guest's speed (slow_ms).
+	bound=$(slow_ms $((INTERVAL_MS * 11 / 10 + 1500)))
+	note "moved back after $ms ms (interval $INTERVAL_MS ms, bound $bound ms)"
+	((ms <= bound)) || fail "correction took $ms ms, more than one interval ($bound ms here)"
+}
+
+# Journal entries saying the admin vector drifted to CPU 0 and was put back.
+drift_events() {
+	journalctl -b -u iotuned --no-pager KNOB=irq_affinity -o cat | grep -c 'drifted to 0 (desired 1)' || true
 }
 
 check_irqbalance_restart_gets_bans_back() {
@@ -146,9 +158,141 @@ for k, v in json.load(open(sys.argv[1]))["irqs"].items():
 		[[ -n ${want[$irq]:-} ]] || fail "IRQ $irq has no recorded original"
 		note "IRQ $irq: before this scenario $(cat "$ORIG/$irq"), recorded by iotuned ${want[$irq]}"
 	done
-	assert_ok systemctl stop iotuned.service
-	assert_eq "" "$(irqbalance_banned)" "irqbalance bans after iotuned stopped"
+	declare -A n0 tuned
 	for irq in $(admin_n1) $(ahci_irq); do
-		assert_eq "${want[$irq]}" "$(aff "$irq")" "IRQ $irq affinity restored"
+		n0[$irq]=$(restore_events "$irq" "${want[$irq]}")
+		tuned[$irq]=$(aff "$irq") # still banned, and pinned by iotuned
 	done
+	assert_ok systemctl stop iotuned.service
+	# The proof of the restore is the journal's entry for it, which carries the
+	# value read back after the write. The live affinity is not read here: once
+	# the bans are withdrawn irqbalance is free to move these vectors, and under
+	# load it may already have done so.
+	for irq in $(admin_n1) $(ahci_irq); do
+		if [[ $(cpulist_expand "${tuned[$irq]}") == $(cpulist_expand "${want[$irq]}") ]]; then
+			note "IRQ $irq: tuned value ${tuned[$irq]} is its original: nothing to restore"
+			continue
+		fi
+		(($(restore_events "$irq" "${want[$irq]}") > n0[$irq])) ||
+			fail "no journal entry 'irq $irq (...) restored to ${want[$irq]}' for this stop"
+		note "ok: IRQ $irq restored from ${tuned[$irq]} to ${want[$irq]} (journal, value read back)"
+	done
+	assert_eq "" "$(irqbalance_banned)" "irqbalance bans after iotuned stopped"
+}
+
+# Journal entries saying IRQ N was restored to VALUE (read back after the write).
+restore_events() { # IRQ VALUE
+	journalctl -b -u iotuned --no-pager KNOB=irq_affinity MESSAGE_ID=491c4daa961a49429ac640a54eacbec9 -o cat |
+		grep -c ": irq $1 (.*) restored to $2\$" || true
+}
+
+# Bans withdrawn for sure (issue 18). irqbalance is stopped (SIGSTOP) and its
+# listen backlog (one connection, the kernel queues two) is filled, so no request
+# of iotuned's reaches it: `systemctl stop iotuned` retries the withdrawal until
+# its deadline, still ends within the stop timeout, logs which IRQs stay banned
+# (MESSAGE_ID 1fbc58d9..., IRQS=, WITHDRAWAL=not-sent) and keeps them on record
+# in /run/iotuned/irqbalance-bans.json. (With irqbalance merely stopped, the
+# withdrawal would be queued on its socket and taken after SIGCONT.) The bans
+# stay in the same irqbalance, and the next start, whose configuration bans
+# nothing, withdraws them. (A start that pins them with keep_irqbalance_away
+# would simply keep them.)
+check_stop_without_irqbalance_answer_then_start_withdraws_leftovers() {
+	local id=1fbc58d9394b4ee0a566e877e7cfca78 rec=/run/iotuned/irqbalance-bans.json
+	local nobans=$DROPIN_DIR/50-vmtest-no-bans.yaml filled=/run/iotvm-irq-backlog
+	local admin ahci ib t0 ms rc=0 n0 entry line irqs withdrawal prio pid filler
+	admin=$(admin_n1)
+	ahci=$(ahci_irq)
+	ib=$(systemctl show -P MainPID irqbalance.service)
+	has_ban() { [[ " $(irqbalance_banned) " == *" $1 "* ]]; }
+	bans_left_entries() { journalctl -b MESSAGE_ID=$id -o cat | grep -c . || true; }
+
+	assert_ok systemctl start iotuned.service
+	wait_for "has_ban $admin && has_ban $ahci" 20 'irqbalance_banned; journalctl -b -u iotuned -n 20 --no-pager'
+	wait_for "[[ -f $rec ]]" 5
+	note "record while running: $(cat "$rec")"
+	n0=$(bans_left_entries)
+
+	# Whatever happens from here, irqbalance runs again when this check ends (the
+	# trap runs after this function returned: no locals in it).
+	trap "kill -CONT $ib 2>/dev/null || true" EXIT
+	kill -STOP "$ib"
+	"$IOTVM_PY" - "/run/irqbalance/irqbalance$ib.sock" >"$filled" 2>&1 <<'PY' &
+import socket, sys, time
+held = []
+while True:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setblocking(False)
+    try:
+        s.connect(sys.argv[1])
+    except BlockingIOError:  # EAGAIN: the listen backlog is full
+        break
+    held.append(s)
+print("backlog full after", len(held), "connections", flush=True)
+time.sleep(3600)
+PY
+	filler=$!
+	trap "kill $filler 2>/dev/null || true; kill -CONT $ib 2>/dev/null || true" EXIT
+	wait_for "grep -q 'backlog full' $filled" 20 "cat $filled"
+	note "$(cat "$filled")"
+	t0=$(_iotvm_us)
+	systemctl stop iotuned.service || rc=$?
+	ms=$((($(_iotvm_us) - t0) / 1000))
+	kill "$filler" 2>/dev/null || true
+	kill -CONT "$ib"
+	note "stop took $ms ms with irqbalance (pid $ib) unreachable; stop timeout $(systemctl show -P TimeoutStopUSec iotuned.service)"
+	((rc == 0)) || fail "systemctl stop iotuned exited $rc"
+	assert_eq success "$(systemctl show -P Result iotuned.service)" "iotuned.service result of the stop (not a timeout)"
+
+	# The journal names the IRQs left banned; the record keeps them for the next start.
+	wait_for "(( \$(bans_left_entries) > n0 ))" 10 'journalctl -b -u iotuned -n 30 --no-pager'
+	journalctl -b MESSAGE_ID=$id -o cat -n 1 | sed 's/^/    | /'
+	entry=$(journalctl -b MESSAGE_ID=$id -o json -n 1 | "$IOTVM_PY" -c '
+import json, sys
+e = json.loads(sys.stdin.readline())
+print(e["IRQS"], e["WITHDRAWAL"], e["PRIORITY"], e["IRQBALANCE_PID"], sep="|")')
+	note "entry: IRQS|WITHDRAWAL|PRIORITY|IRQBALANCE_PID = $entry"
+	IFS='|' read -r irqs withdrawal prio pid <<<"$entry"
+	[[ " $irqs " == *" $admin "* && " $irqs " == *" $ahci "* ]] || fail "IRQS='$irqs' does not name $admin and $ahci"
+	assert_eq not-sent "$withdrawal" "WITHDRAWAL"
+	assert_eq 4 "$prio" "PRIORITY (warning)"
+	assert_eq "$ib" "$pid" "IRQBALANCE_PID"
+	assert_exists "$rec"
+	"$IOTVM_PY" - "$rec" "$ib" "$admin" "$ahci" <<'PY'
+import json, sys
+rec = json.load(open(sys.argv[1]))
+assert rec["irqbalance_pid"] == int(sys.argv[2]), rec
+assert {int(sys.argv[3]), int(sys.argv[4])} <= set(rec["irqs"]), rec
+print("    ok: record", rec)
+PY
+	# Left over: irqbalance (the same process) still bans them.
+	wait_for "has_ban $admin && has_ban $ahci" 20 'irqbalance_banned'
+	assert_eq "$ib" "$(systemctl show -P MainPID irqbalance.service)" "irqbalance MainPID (the same process)"
+	note "left banned in irqbalance: '$(irqbalance_banned)'"
+
+	# The next start does not want them banned: it withdraws them.
+	cat >"$nobans" <<'YAML'
+rules:
+  - name: vmtest-nvme-no-bans
+    match: { kernel: "nvme*" }
+    profile: latency
+    set: { irq: { placement: queue-local, keep_irqbalance_away: false } }
+  - name: vmtest-rotational-no-bans
+    match: { rotational: true }
+    profile: throughput
+    set: { irq: { placement: node-local, keep_irqbalance_away: false } }
+YAML
+	assert_ok systemctl start iotuned.service
+	wait_for "! has_ban $admin && ! has_ban $ahci" 20 'irqbalance_banned; journalctl -b -u iotuned -n 20 --no-pager'
+	wait_for "journalctl -b -u iotuned -o cat | grep -q 'withdrew [0-9]* leftover irqbalance ban'" 10 'journalctl -b -u iotuned -n 20 --no-pager'
+	line=$(journalctl -b -u iotuned -o cat | grep 'withdrew [0-9]* leftover irqbalance ban' | tail -n 1)
+	note "journal: $line"
+	[[ " $line " == *" $admin "* && " $line " == *" $ahci "* ]] || fail "the line does not name IRQs $admin and $ahci"
+	assert_eq "" "$(irqbalance_banned)" "irqbalance bans after the leftovers were withdrawn"
+
+	# The record goes once a reply shows them gone: at the next exchange, at
+	# the latest this stop. Tidy up: no drop-in, iotuned stopped, nothing banned.
+	rm -f "$nobans" "$filled"
+	assert_ok systemctl stop iotuned.service
+	assert_eq "" "$(irqbalance_banned)" "irqbalance bans after the last stop"
+	assert_not_exists "$rec"
 }

@@ -255,6 +255,8 @@ TEST(bans_record_files) {
         ASSERT_INT_EQ(irqbalance_bans_save(path, 5, want, 1), 0);
         ASSERT_INT_EQ(read_regular_file(target, 4096, &text), 0);
         ASSERT_STREQ(text, "{\"version\":1,\"irqbalance_pid\":7,\"irqs\":[1]}");
+        free(irqs);
+        irqs = NULL;
         ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), 0);
         ASSERT_INT_EQ(pid, 5);
         ASSERT_INT_EQ(unlink(path), 0);

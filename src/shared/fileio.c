@@ -13,14 +13,12 @@
  * read through here. */
 #define ATTR_MAX 65536
 
-int read_full_file(const char *path, size_t max, char **ret) {
-        _cleanup_close_ int fd = -1;
+/* Read all of fd, at most max bytes (-EFBIG beyond), into a NUL-terminated string
+ * without its trailing newlines and NULs. The buffer grows as the data comes, so a
+ * large max costs nothing for a small file. */
+static int read_fd_bounded(int fd, size_t max, char **ret) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, alloc = 0;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
 
         for (;;) {
                 ssize_t n;
@@ -36,6 +34,7 @@ int read_full_file(const char *path, size_t max, char **ret) {
                                 return -ENOMEM;
                         buf = nb;
                 }
+                /* Up to one byte more than allowed: a file that grew meanwhile is too big. */
                 n = read(fd, buf + len, alloc - len);
                 if (n < 0) {
                         if (errno == EINTR)
@@ -60,11 +59,16 @@ int read_full_file(const char *path, size_t max, char **ret) {
         return 0;
 }
 
+int read_full_file(const char *path, size_t max, char **ret) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        return read_fd_bounded(fd, max, ret);
+}
+
 int read_regular_file(const char *path, size_t max, char **ret) {
         _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
         struct stat st;
-        size_t len = 0;
 
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0)
@@ -75,28 +79,7 @@ int read_regular_file(const char *path, size_t max, char **ret) {
                 return -EBADFD;
         if (st.st_size < 0 || (uint64_t) st.st_size > max)
                 return -EFBIG;
-        buf = malloc(max + 1);
-        if (!buf)
-                return -ENOMEM;
-        /* Read up to one byte more than allowed: a file that grew meanwhile is too big. */
-        for (;;) {
-                ssize_t n = read(fd, buf + len, max + 1 - len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (n == 0)
-                        break;
-                len += n;
-                if (len > max)
-                        return -EFBIG;
-        }
-        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\0'))
-                len--;
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        return 0;
+        return read_fd_bounded(fd, max, ret);
 }
 
 int read_attr(const char *path, char **ret) {

@@ -51,7 +51,7 @@ int irqbalance_parse_setup(const char *reply, unsigned **ret, size_t *ret_n);
  * text is not such a record. */
 int irqbalance_bans_parse(const char *text, int *ret_pid, unsigned **ret_irqs, size_t *ret_n);
 int irqbalance_bans_format(int pid, const unsigned *irqs, size_t n, char **ret);
-/* Read a record with read_regular_file(): -ENOENT when there is none, -ELOOP,
+/* Read a record with read_regular_file(): -ENOENT when there is none, -ELOOP, -EISDIR,
  * -EBADFD, -EFBIG, -EBADMSG for one that is not a regular file of a valid record. */
 int irqbalance_bans_load(const char *path, int *ret_pid, unsigned **ret_irqs, size_t *ret_n);
 /* Replace the record atomically (a temporary created with O_EXCL next to it, then

@@ -59,26 +59,47 @@ static int read_fd_bounded(int fd, size_t max, char **ret) {
         return 0;
 }
 
-int read_full_file(const char *path, size_t max, char **ret) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        return read_fd_bounded(fd, max, ret);
+const char *file_strerror(int r) {
+        if (r == -EBADFD || r == EBADFD)
+                return "not a regular file";
+        return strerror(r < 0 ? -r : r);
 }
 
-int read_regular_file(const char *path, size_t max, char **ret) {
+/* Open for reading without ever blocking in open(2) (a FIFO with no writer) and
+ * insist on a regular file: a FIFO, socket or device where a file or an attribute
+ * is expected would block read(2) or yield endless data. sysfs attributes and
+ * procfs files are regular files, so this costs the real trees nothing. O_NONBLOCK
+ * has no effect on regular files and stays set. */
+static int open_regular(const char *path, int extra_flags, size_t max, bool check_size) {
         _cleanup_close_ int fd = -1;
         struct stat st;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | extra_flags);
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)
                 return negative_errno();
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
         if (!S_ISREG(st.st_mode))
                 return -EBADFD;
-        if (st.st_size < 0 || (uint64_t) st.st_size > max)
+        /* procfs and sysfs report sizes unrelated to the contents (0 or 4096). */
+        if (check_size && (st.st_size < 0 || (uint64_t) st.st_size > max))
                 return -EFBIG;
+        return TAKE_FD(fd);
+}
+
+int read_full_file(const char *path, size_t max, char **ret) {
+        _cleanup_close_ int fd = open_regular(path, 0, max, false);
+        if (fd < 0)
+                return fd;
+        return read_fd_bounded(fd, max, ret);
+}
+
+int read_regular_file(const char *path, size_t max, char **ret) {
+        _cleanup_close_ int fd = open_regular(path, O_NOFOLLOW, max, true);
+        if (fd < 0)
+                return fd;
         return read_fd_bounded(fd, max, ret);
 }
 
@@ -95,15 +116,26 @@ int read_attr_at(const char *dir, const char *attr, char **ret) {
 
 int write_attr(const char *path, const char *value) {
         _cleanup_free_ char *line = NULL;
+        struct stat st;
         int fd, r = 0;
         ssize_t n;
 
         if (asprintf_safe(&line, "%s\n", value) < 0)
                 return -ENOMEM;
 
-        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_TRUNC);
+        /* O_NONBLOCK: a FIFO without a reader fails with ENXIO instead of blocking;
+         * anything but a regular file is refused before a byte is written. */
+        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_TRUNC | O_NONBLOCK);
         if (fd < 0)
                 return negative_errno();
+        if (fstat(fd, &st) < 0)
+                r = negative_errno();
+        else if (!S_ISREG(st.st_mode))
+                r = S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
+        if (r < 0) {
+                (void) close(fd);
+                return r;
+        }
         do
                 n = write(fd, line, strlen(line));
         while (n < 0 && errno == EINTR);

@@ -3,6 +3,14 @@
 
 #include <stddef.h>
 
+/* Every read here opens with O_NONBLOCK and requires a regular file: a FIFO,
+ * socket or device is -EBADFD (a directory -EISDIR) instead of a read that blocks
+ * or never ends. sysfs attributes and procfs files are regular files. */
+
+/* The text for an error of these functions: "not a regular file" for -EBADFD
+ * (what strerror() calls "File descriptor in bad state"), strerror() otherwise. */
+const char *file_strerror(int r);
+
 /* Read a whole (small) attribute file; trailing newlines are stripped. */
 int read_attr(const char *path, char **ret);
 int read_attr_at(const char *dir, const char *attr, char **ret);
@@ -19,7 +27,8 @@ int read_full_file(const char *path, size_t max, char **ret);
 int read_regular_file(const char *path, size_t max, char **ret);
 
 /* Write one value to a sysfs/procfs attribute: one unbuffered write(2) of the
- * value plus a newline, no O_CREAT (an absent attribute is -ENOENT, never a new
+ * value plus a newline, only to a regular file (-EBADFD otherwise; a FIFO is never
+ * waited on), no O_CREAT (an absent attribute is -ENOENT, never a new
  * file), O_TRUNC so fixture trees behave like the kernel (sysfs ignores it).
  * Returns 0 or the -errno of open/write/close. */
 int write_attr(const char *path, const char *value);

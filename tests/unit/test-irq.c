@@ -263,7 +263,7 @@ TEST(bans_record_files) {
 
         /* not a regular file: a directory, a FIFO (must not block) */
         ASSERT_INT_EQ(mkdir(path, 0755), 0);
-        ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), -EBADFD);
+        ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), -EISDIR);
         ASSERT_INT_EQ(rmdir(path), 0);
         ASSERT_INT_EQ(mkfifo(path, 0644), 0);
         ASSERT_INT_EQ(irqbalance_bans_load(path, &pid, &irqs, &n), -EBADFD);

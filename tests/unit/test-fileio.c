@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The shared readers and the attribute writer never block on, or read from,
+ * anything but a regular file: a FIFO planted where a config file, a sysfs
+ * attribute or /proc/interrupts is expected used to hang every verb. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "tests.h"
+#include "tmpdir.h"
+
+TEST(fifo_is_refused_without_blocking) {
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *fifo = path_join(dir, "fifo");
+        char *text = NULL;
+
+        ASSERT_TRUE(mkfifo(fifo, 0600) == 0);
+        /* With no writer, a blocking open(2) would never return. */
+        ASSERT_INT_EQ(read_full_file(fifo, 4096, &text), -EBADFD);
+        ASSERT_INT_EQ(read_attr(fifo, &text), -EBADFD);
+        ASSERT_INT_EQ(read_regular_file(fifo, 4096, &text), -EBADFD);
+        /* With no reader, a non-blocking open for writing is ENXIO; never a hang. */
+        ASSERT_INT_EQ(write_attr(fifo, "1"), -ENXIO);
+        ASSERT_TRUE(text == NULL);
+        tmpdir_remove(dir);
+}
+
+TEST(fifo_with_reader_is_not_written) {
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *fifo = path_join(dir, "fifo");
+        _cleanup_close_ int rfd = -1;
+        char buf[16];
+
+        ASSERT_TRUE(mkfifo(fifo, 0600) == 0);
+        rfd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        ASSERT_TRUE(rfd >= 0);
+        ASSERT_INT_EQ(write_attr(fifo, "1"), -EBADFD);
+        /* Nothing reached the reader. */
+        ASSERT_TRUE(read(rfd, buf, sizeof buf) <= 0);
+        tmpdir_remove(dir);
+}
+
+TEST(directory_and_device) {
+        char *dir = tmpdir_new();
+        char *text = NULL;
+
+        ASSERT_INT_EQ(read_full_file(dir, 4096, &text), -EISDIR);
+        ASSERT_INT_EQ(read_attr("/dev/null", &text), -EBADFD);
+        ASSERT_INT_EQ(read_full_file("/dev/zero", 4096, &text), -EBADFD);
+        ASSERT_INT_EQ(write_attr("/dev/null", "1"), -EBADFD);
+        ASSERT_INT_EQ(write_attr(dir, "1"), -EISDIR);
+        ASSERT_TRUE(text == NULL);
+        tmpdir_remove(dir);
+}
+
+TEST(regular_files_and_limits) {
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *p = path_join(dir, "attr");
+        _cleanup_free_ char *link = path_join(dir, "link");
+        char *text = NULL;
+
+        tmpdir_write(dir, "attr", "mq-deadline\n\n");
+        ASSERT_INT_EQ(read_attr(p, &text), 0);
+        ASSERT_STREQ(text, "mq-deadline");
+        free(text), text = NULL;
+
+        ASSERT_INT_EQ(write_attr(p, "none"), 0);
+        ASSERT_INT_EQ(read_attr(p, &text), 0);
+        ASSERT_STREQ(text, "none");
+        free(text), text = NULL;
+
+        /* Limits: one byte over is refused, exactly the limit is read. */
+        tmpdir_write(dir, "attr", "0123456789");
+        ASSERT_INT_EQ(read_full_file(p, 9, &text), -EFBIG);
+        ASSERT_INT_EQ(read_regular_file(p, 9, &text), -EFBIG);
+        ASSERT_INT_EQ(read_full_file(p, 10, &text), 0);
+        free(text), text = NULL;
+
+        /* read_full_file follows links (sysfs is made of them); read_regular_file
+         * does not (records another process may have planted). */
+        ASSERT_TRUE(symlink("attr", link) == 0);
+        ASSERT_INT_EQ(read_full_file(link, 64, &text), 0);
+        ASSERT_STREQ(text, "0123456789");
+        free(text), text = NULL;
+        ASSERT_INT_EQ(read_regular_file(link, 64, &text), -ELOOP);
+        tmpdir_remove(dir);
+}
+
+TEST(error_text) {
+        ASSERT_STREQ(file_strerror(-EBADFD), "not a regular file");
+        ASSERT_STREQ(file_strerror(-ENOENT), "No such file or directory");
+}
+
+TEST_MAIN(T(fifo_is_refused_without_blocking), T(fifo_with_reader_is_not_written), T(directory_and_device),
+          T(regular_files_and_limits), T(error_text))

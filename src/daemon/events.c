@@ -20,7 +20,17 @@ static const char *const message_ids[_EVENT_MAX] = {
         [EVENT_REMOVED] = "37d45c408b0b4ba99354ba9add6a1a42",
         [EVENT_PENDING_REBOOT] = "492b5ad305de457895dce53f9df26d01",
         [EVENT_BANS_LEFT] = "1fbc58d9394b4ee0a566e877e7cfca78",
+        [EVENT_DEVICE_TUNED] = "864c75e8f2f04514959963e275d18f0d",
+        [EVENT_EXCLUDED] = "d1f3192682bc4f81902bc0822cf0eff7",
+        [EVENT_DEVICE_FAILED] = "209e96bbbcf94bcf8c11688bcfa1047e",
+        [EVENT_REBOUND] = "888b89d6e31442648abcc12ac966203e",
 };
+
+static EventSink event_sink = NULL;
+
+void event_set_sink(EventSink sink) {
+        event_sink = sink;
+}
 
 const char *event_message_id(EventKind k) {
         return message_ids[k];
@@ -33,9 +43,9 @@ static void emit(EventKind k, int priority, const char *message, const char *con
         char *bufs[24];
         size_t n = 0;
 
-        if (priority > log_get_max_level())
+        if (priority > log_get_max_level() && !event_sink)
                 return;
-        if (!getenv("JOURNAL_STREAM") && !getenv("INVOCATION_ID")) {
+        if (!event_sink && !getenv("JOURNAL_STREAM") && !getenv("INVOCATION_ID")) {
                 fprintf(stderr, "iotuned: %s\n", message);
                 return;
         }
@@ -55,7 +65,10 @@ static void emit(EventKind k, int priority, const char *message, const char *con
                 if (fields[i])
                         ADD("%s", fields[i]);
 #undef ADD
-        (void) sd_journal_sendv(iov, (int) n);
+        if (event_sink)
+                event_sink(k, (const char *const *) bufs, n);
+        else
+                (void) sd_journal_sendv(iov, (int) n);
         for (size_t i = 0; i < n; i++)
                 free(bufs[i]);
 }
@@ -72,9 +85,11 @@ static void free_fields(char **f, size_t n) {
                 free(f[i]);
 }
 
-/* Journal fields of a device event, plus a knob's when `s` is given. */
-static void emit_device(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *msg) {
-        char *f[10] = {};
+/* Journal fields of a device event, plus a knob's when `s` is given, plus up to
+ * four more (taken over and freed here). */
+static void emit_device_extra(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *msg,
+                              char *extra[static 4]) {
+        char *f[14] = {};
 
         f[0] = field("DEVICE", p->device->name);
         f[1] = field("PROFILE", p->profile);
@@ -88,8 +103,15 @@ static void emit_device(EventKind k, int priority, const DevicePlan *p, const Se
                 f[8] = field("PREVIOUS", s->previous);
                 f[9] = field("STATE", setting_state_to_string(s->state));
         }
+        for (size_t i = 0; i < 4; i++)
+                f[10 + i] = extra[i];
         emit(k, priority, msg, (const char *const *) f, ELEMENTSOF(f));
         free_fields(f, ELEMENTSOF(f));
+}
+
+static void emit_device(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *msg) {
+        char *none[4] = {};
+        emit_device_extra(k, priority, p, s, msg, none);
 }
 
 void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *fmt, ...) {
@@ -178,15 +200,34 @@ void event_irqbalance_bans_left(int priority, bool queued, int pid, const char *
         free_fields(f, ELEMENTSOF(f));
 }
 
+void event_rebound(const DevicePlan *p, const char *controller) {
+        _cleanup_free_ char *msg = NULL;
+        char *extra[4] = {};
+
+        if (asprintf_safe(&msg,
+                          "%s: controller %s was unbound and bound again for new queue counts; its disks come back "
+                          "as new devices",
+                          p->device->name, controller) < 0)
+                return;
+        extra[0] = field("NVME_CONTROLLER", controller);
+        emit_device_extra(EVENT_REBOUND, LOG_NOTICE, p, NULL, msg, extra);
+}
+
 void event_log_tuned(const DevicePlan *p) {
         unsigned counts[_STATE_MAX] = {};
+        _cleanup_free_ char *msg = NULL;
+        char *extra[4] = {};
 
         if (p->excluded) {
-                event_device(EVENT_TUNED, LOG_INFO, p, "%s: excluded by rule %s, left alone", p->device->name, p->rule);
+                event_device(EVENT_EXCLUDED, LOG_INFO, p, "%s: excluded by rule %s, left alone", p->device->name,
+                             p->rule);
                 return;
         }
         if (p->error) {
-                event_device(EVENT_FAILED, LOG_WARNING, p, "%s: not tuned: %s", p->device->name, p->error);
+                if (asprintf_safe(&msg, "%s: not tuned: %s", p->device->name, p->error) < 0)
+                        return;
+                extra[0] = field("ERROR", p->error);
+                emit_device_extra(EVENT_DEVICE_FAILED, LOG_WARNING, p, NULL, msg, extra);
                 return;
         }
         for (size_t i = 0; i < p->n_settings; i++) {
@@ -205,9 +246,14 @@ void event_log_tuned(const DevicePlan *p) {
                         event_setting(EVENT_PENDING_REBOOT, LOG_NOTICE, p, s, "%s: %s pending reboot: %s",
                                       p->device->name, setting_label(s), s->note ?: "");
         }
-        event_device(EVENT_TUNED, counts[STATE_FAILED] ? LOG_WARNING : LOG_INFO, p,
-                     "%s tuned with profile %s (rule %s): %u changed, %u already ok, %u unsupported, %u failed%s",
-                     p->device->name, p->profile, p->rule, counts[STATE_CHANGED], counts[STATE_OK],
-                     counts[STATE_UNSUPPORTED], counts[STATE_FAILED],
-                     counts[STATE_PENDING_REBOOT] ? ", some pending a reboot" : "");
+        if (asprintf_safe(&msg, "%s tuned with profile %s (rule %s): %u changed, %u already ok, %u unsupported, %u failed%s",
+                          p->device->name, p->profile, p->rule, counts[STATE_CHANGED], counts[STATE_OK],
+                          counts[STATE_UNSUPPORTED], counts[STATE_FAILED],
+                          counts[STATE_PENDING_REBOOT] ? ", some pending a reboot" : "") < 0)
+                return;
+        (void) asprintf_safe(&extra[0], "SETTINGS_CHANGED=%u", counts[STATE_CHANGED]);
+        (void) asprintf_safe(&extra[1], "SETTINGS_OK=%u", counts[STATE_OK]);
+        (void) asprintf_safe(&extra[2], "SETTINGS_UNSUPPORTED=%u", counts[STATE_UNSUPPORTED]);
+        (void) asprintf_safe(&extra[3], "SETTINGS_FAILED=%u", counts[STATE_FAILED]);
+        emit_device_extra(EVENT_DEVICE_TUNED, counts[STATE_FAILED] ? LOG_WARNING : LOG_INFO, p, NULL, msg, extra);
 }

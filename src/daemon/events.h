@@ -4,12 +4,14 @@
 #include "diag.h"
 #include "plan.h"
 
-/* Journal events people search for. Each kind has a MESSAGE_ID with an entry in
- * catalog/iotuned.catalog, so `journalctl -x` explains it, and every event about a
- * device carries DEVICE=, PROFILE=, RULE= and, for a knob, KNOB=, DESIRED=,
+/* Journal events people search for. Each kind has a MESSAGE_ID of its own with an
+ * entry in catalog/iotuned.catalog, so `journalctl -x` explains it; every field
+ * the catalog text names (@DEVICE@, @KNOB@, ...) is sent with every entry of that
+ * kind (tests/unit/test-events.c checks it). Every event about a device carries
+ * DEVICE= (and PROFILE=, RULE= when it has them) and, for a knob, KNOB=, DESIRED=,
  * OBSERVED= (and PREVIOUS= for a write): `journalctl -u iotuned DEVICE=nvme0n1`. */
 typedef enum EventKind {
-        EVENT_TUNED,          /* a device was tuned (summary) or a knob written */
+        EVENT_TUNED,          /* a knob was written when a device was tuned */
         EVENT_DRIFT,          /* someone changed a tuned value; it was put back */
         EVENT_CONFLICT,       /* something keeps changing it: backing off */
         EVENT_UNSUPPORTED,    /* the device lacks a knob its profile sets */
@@ -19,10 +21,22 @@ typedef enum EventKind {
         EVENT_REMOVED,        /* a tuned device went away */
         EVENT_PENDING_REBOOT, /* an NVMe queue count waits for the driver to probe the controller again */
         EVENT_BANS_LEFT,      /* irqbalance bans iotuned could not withdraw when it stopped */
+        EVENT_DEVICE_TUNED,   /* a device was tuned: the summary, with counts */
+        EVENT_EXCLUDED,       /* a device is excluded by a rule and left alone */
+        EVENT_DEVICE_FAILED,  /* a device could not be tuned at all */
+        EVENT_REBOUND,        /* an NVMe controller was unbound and bound for new queue counts */
         _EVENT_MAX,
 } EventKind;
 
 const char *event_message_id(EventKind k);
+
+/* Tests: receive every event's fields ("MESSAGE=...", "MESSAGE_ID=...", ...)
+ * instead of the journal or stderr; NULL restores the default. */
+typedef void (*EventSink)(EventKind k, const char *const *fields, size_t n_fields);
+void event_set_sink(EventSink sink);
+
+/* A controller rebind (the first device of the controller names it). */
+void event_rebound(const DevicePlan *p, const char *controller);
 
 /* A knob-level event. */
 void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *fmt, ...)

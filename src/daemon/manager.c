@@ -712,10 +712,7 @@ static int manager_tune_device(Manager *m, Device *d) {
                         return -ENOMEM;
                 }
                 event_log_tuned(p); /* the rebind's own row: changed, or failed with why */
-                event_device(EVENT_TUNED, LOG_NOTICE, p,
-                             "%s: controller %s was unbound and bound again for new queue counts; its disks come "
-                             "back as new devices",
-                             p->device->name, p->device->nvme->name);
+                event_rebound(p, p->device->nvme->name);
                 /* Every plan of that controller is stale now (its namespaces, its vectors):
                  * drop them before a drift check can write to what replaced them. */
                 for (size_t i = m->plan.n; i > 0; i--) {

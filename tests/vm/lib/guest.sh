@@ -357,3 +357,43 @@ iotvm_run_scenario() { # FILE
 	echo "=== RESULT: PASS: all ${#checks[@]} checks passed"
 	return 0
 }
+
+# Every journal entry iotuned sent in this boot whose MESSAGE_ID has a catalog
+# entry carries each field that entry's text names (@DEVICE@, @PREVIOUS@, ...):
+# otherwise `journalctl -x` prints the placeholder itself. Checked on the real
+# journal, against the installed catalog; prints the entries seen per ID.
+assert_journal_matches_catalog() {
+	local catalog=/usr/lib/systemd/catalog/iotuned.catalog out
+	[[ -f $catalog ]] || fail "no catalog at $catalog"
+	out=$(journalctl -b SYSLOG_IDENTIFIER=iotuned -o json --no-pager | "$IOTVM_PY" -c '
+import json, re, sys
+entries = {}
+cur = None
+for line in open(sys.argv[1], encoding="utf-8"):
+    if line.startswith("-- "):
+        cur = line[3:].strip()
+        entries[cur] = set()
+    elif cur and not line.startswith("#"):
+        entries[cur].update(re.findall(r"@([A-Z0-9_]+)@", line))
+seen, bad = {}, []
+for raw in sys.stdin:
+    e = json.loads(raw)
+    mid = e.get("MESSAGE_ID")
+    if mid is None:
+        continue
+    if mid not in entries:
+        bad.append("MESSAGE_ID %s has no catalog entry: %s" % (mid, e.get("MESSAGE")))
+        continue
+    seen[mid] = seen.get(mid, 0) + 1
+    missing = sorted(f for f in entries[mid] if f not in e)
+    if missing:
+        bad.append("%s lacks %s: %s" % (mid, ", ".join(missing), e.get("MESSAGE")))
+for mid in sorted(seen):
+    print("seen %s x%d" % (mid, seen[mid]))
+for b in bad[:20]:
+    print("BAD " + b)
+sys.exit(1 if bad else 0)
+' "$catalog")" || { printf '%s\n' "$out" | sed 's/^/    | /'; fail "journal entries that do not match the catalog"; }
+	printf '%s\n' "$out" | sed 's/^/    | /'
+	note "ok: $(printf '%s\n' "$out" | grep -c '^seen') kinds of event, every field the catalog names present"
+}

@@ -272,3 +272,9 @@ check_udev_rule_pins_profile() {
 	wait_for '[[ $(sched_of sda) == mq-deadline ]]' 15
 	assert_ok systemctl stop iotuned.service
 }
+
+check_journal_entries_match_catalog() {
+	# Last: every event the checks above provoked (tuned, drift, conflict,
+	# restore, removed, excluded, configuration errors, ...).
+	assert_journal_matches_catalog
+}

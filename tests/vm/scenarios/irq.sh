@@ -296,3 +296,8 @@ YAML
 	assert_eq "" "$(irqbalance_banned)" "irqbalance bans after the last stop"
 	assert_not_exists "$rec"
 }
+
+check_journal_entries_match_catalog() {
+	# Last: the events of the checks above, against the installed catalog.
+	assert_journal_matches_catalog
+}

@@ -73,3 +73,8 @@ check_daemon_rebinds_for_more() {
 	assert_eq ok "$(json_setting /run/iotvm-status.json "$disk" poll_queues state)" "$disk poll_queues"
 	assert_eq active "$(systemctl is-active iotuned.service)" "iotuned.service"
 }
+
+check_journal_entries_match_catalog() {
+	# Last: the events of the checks above, against the installed catalog.
+	assert_journal_matches_catalog
+}

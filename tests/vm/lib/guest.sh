@@ -393,7 +393,7 @@ for mid in sorted(seen):
 for b in bad[:20]:
     print("BAD " + b)
 sys.exit(1 if bad else 0)
-' "$catalog")" || { printf '%s\n' "$out" | sed 's/^/    | /'; fail "journal entries that do not match the catalog"; }
+' "$catalog") || { printf '%s\n' "$out" | sed 's/^/    | /'; fail "journal entries that do not match the catalog"; }
 	printf '%s\n' "$out" | sed 's/^/    | /'
 	note "ok: $(printf '%s\n' "$out" | grep -c '^seen') kinds of event, every field the catalog names present"
 }

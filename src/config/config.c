@@ -1184,8 +1184,13 @@ static int collect(const ConfigPaths *paths, const char *subdir, const char *sin
                         if (de->d_name[0] == '.')
                                 continue;
                         if (str_endswith(de->d_name, ".yml")) {
-                                diag_add_file(d, base, "only *.yaml files are read; rename '%s' to end in .yaml "
-                                              "(or move it away)", de->d_name);
+                                p = path_join(base, de->d_name);
+                                if (!p) {
+                                        closedir(dh);
+                                        return -ENOMEM;
+                                }
+                                diag_add_file(d, p, "only *.yaml files are read; rename it to %.*s.yaml (or move it "
+                                              "away)", (int) (strlen(de->d_name) - 4), de->d_name);
                                 continue;
                         }
                         if (!str_endswith(de->d_name, ".yaml"))
@@ -1226,6 +1231,9 @@ static int collect(const ConfigPaths *paths, const char *subdir, const char *sin
                                 return -ENOMEM;
                 }
 
+        if (out->n > CONFIG_MAX_FILES)
+                return diag_add(d, NULL, "more than %u files in %s/ (built-in ones included); refusing the "
+                                "configuration", CONFIG_MAX_FILES, subdir);
         if (out->n > 1)
                 qsort(out->items, out->n, sizeof(ConfFile), cmp_conf_file);
         return 0;

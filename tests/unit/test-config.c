@@ -178,9 +178,11 @@ TEST(rule_set_overrides_and_match_fields) {
 }
 
 
+/* CPU time, not wall time: the bounds below catch quadratic blowups (tens of
+ * seconds) and must not trip on a loaded machine or under ASan. */
 static double now_sec(void) {
         struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
         return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -220,7 +222,7 @@ TEST(limit_keys_per_mapping) {
         got = parse_diag(text, strlen(text), &r);
         ASSERT_INT_EQ(r, -EINVAL);
         ASSERT_STREQ(got, "t.yaml:4097:1: more than 4096 keys in one mapping; refusing the file\n");
-        ASSERT_TRUE(now_sec() - t0 < 2.0);
+        ASSERT_TRUE(now_sec() - t0 < 5.0);
         free(got);
         free(text);
 
@@ -235,7 +237,7 @@ TEST(limit_keys_per_mapping) {
         got = parse_diag(text, strlen(text), &r);
         ASSERT_INT_EQ(r, -EINVAL);
         ASSERT_STREQ(got, "t.yaml:4096:1: duplicate key 'k17' (first defined at line 18, column 1)\n");
-        ASSERT_TRUE(now_sec() - t0 < 2.0);
+        ASSERT_TRUE(now_sec() - t0 < 5.0);
         free(got);
         free(text);
 }
@@ -264,7 +266,7 @@ TEST(limit_nesting_depth) {
         got = parse_diag(text, 2 * n, &r);
         ASSERT_INT_EQ(r, -EINVAL);
         ASSERT_STREQ(got, "t.yaml:1:65: nesting deeper than 64 levels; refusing the file\n");
-        ASSERT_TRUE(now_sec() - t0 < 2.0);
+        ASSERT_TRUE(now_sec() - t0 < 5.0);
         free(got);
 
         /* block style, mappings: 64 levels are fine (the top-level mapping and 63
@@ -294,11 +296,11 @@ TEST(encoding_errors_at_their_position) {
                 size_t len;
                 const char *expected;
         } cases[] = {
-                { "a: 1\nb: x\0y\n", 11, "t.yaml:2:5: invalid character: control characters are not allowed (0x00)\n" },
-                { "a: 1\nbb: 'x\x01'\n", 12, "t.yaml:2:7: invalid character: control characters are not allowed (0x01)\n" },
-                { "a: 1\r\nb: 2\r\nc: \xff\n", 16, "t.yaml:3:4: invalid character: invalid leading UTF-8 octet (0xFF)\n" },
+                { "a: 1\nb: x\0y\n", sizeof("a: 1\nb: x\0y\n") - 1, "t.yaml:2:5: invalid character: control characters are not allowed (0x00)\n" },
+                { "a: 1\nbb: 'x\x01'\n", sizeof("a: 1\nbb: 'x\x01'\n") - 1, "t.yaml:2:7: invalid character: control characters are not allowed (0x01)\n" },
+                { "a: 1\r\nb: 2\r\nc: \xff\n", sizeof("a: 1\r\nb: 2\r\nc: \xff\n") - 1, "t.yaml:3:4: invalid character: invalid leading UTF-8 octet (0xFF)\n" },
                 /* the offset of the octet that breaks the sequence: here the newline */
-                { "k: \xc3\xa9\xc3\xa9\n\xc3\xa9: \xe2\x82\n", 17,
+                { "k: \xc3\xa9\xc3\xa9\n\xc3\xa9: \xe2\x82\n", sizeof("k: \xc3\xa9\xc3\xa9\n\xc3\xa9: \xe2\x82\n") - 1,
                   "t.yaml:2:5: invalid character: invalid trailing UTF-8 octet (0x0A)\n" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -312,12 +314,12 @@ TEST(encoding_errors_at_their_position) {
 
 TEST(non_scalar_key_then_empty_key) {
         int r;
-        char *got = parse_diag("? [a]\n: 1\n'': 2\n", 15, &r);
+        char *got = parse_diag("? [a]\n: 1\n'': 2\n", sizeof("? [a]\n: 1\n'': 2\n") - 1, &r);
         ASSERT_INT_EQ(r, -EINVAL);
         ASSERT_TRUE(strstr(got, "line 0") == NULL);
         ASSERT_STREQ(got, "t.yaml:1:3: a mapping key must be a plain name, not a list\n");
         free(got);
-        got = parse_diag("{[a]: 1, '': 2, '': 3}\n", 23, &r);
+        got = parse_diag("{[a]: 1, '': 2, '': 3}\n", sizeof("{[a]: 1, '': 2, '': 3}\n") - 1, &r);
         ASSERT_TRUE(strstr(got, "line 0") == NULL);
         ASSERT_STREQ(got, "t.yaml:1:2: a mapping key must be a plain name, not a list\n"
                           "t.yaml:1:17: duplicate key '' (first defined at line 1, column 10)\n");
@@ -326,11 +328,11 @@ TEST(non_scalar_key_then_empty_key) {
 
 TEST(yaml_tags_refused) {
         int r;
-        char *got = parse_diag("a: 1\nb: !!str 2\n", 16, &r);
+        char *got = parse_diag("a: 1\nb: !!str 2\n", sizeof("a: 1\nb: !!str 2\n") - 1, &r);
         ASSERT_INT_EQ(r, -EINVAL);
         ASSERT_STREQ(got, "t.yaml:2:4: YAML tags (!!str) are not supported; remove the tag and write the value plainly\n");
         free(got);
-        got = parse_diag("a: !foo {x: 1}\n", 15, &r);
+        got = parse_diag("a: !foo {x: 1}\n", sizeof("a: !foo {x: 1}\n") - 1, &r);
         ASSERT_STREQ(got, "t.yaml:1:4: YAML tags (!foo) are not supported; remove the tag and write the value plainly\n");
         free(got);
 }
@@ -419,7 +421,7 @@ TEST(extends_chain_limit_and_speed) {
         }
         t0 = now_sec();
         got = load_diag(etc, NULL);
-        ASSERT_TRUE(now_sec() - t0 < 2.0);
+        ASSERT_TRUE(now_sec() - t0 < 5.0);
         ASSERT_STREQ(got, "profiles/p32.yaml:1:10: 'extends' chain too long: profile 'p32' is number 33 in a chain "
                           "that starts at 'p0'; at most 32 profiles may form one chain\n");
         free(got);

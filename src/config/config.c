@@ -1105,9 +1105,15 @@ static bool is_masked(const char *path) {
         return target && streq(target, "/dev/null");
 }
 
-/* A directory configuration is read from: root's (see ynode_check_owner()). */
-static int check_dir(const char *path, Diag *d) {
+/* A directory configuration is read from: root's (see ynode_check_owner()). Each
+ * directory once per load (`checked`), so a bad /etc/iotuned is one error, not one
+ * per role. */
+static int check_dir(const char *path, char ***checked, Diag *d) {
         struct stat st;
+        if (strv_contains(*checked, path))
+                return 0;
+        if (strv_extend(checked, path) < 0)
+                return -ENOMEM;
         if (stat(path, &st) < 0)
                 return 0; /* it was just read; gone meanwhile: nothing read from it */
         return ynode_check_owner(path, &st, d);
@@ -1142,12 +1148,13 @@ static int cmp_conf_file(const void *a, const void *b) {
  * directory should be. A directory something is read from, and for a subdirectory
  * the configuration directory above it, must pass ynode_check_owner(). -EINVAL
  * (with the diagnostic) when there are more than CONFIG_MAX_FILES files. */
-static int collect(const ConfigPaths *paths, const char *subdir, const char *single, ConfFiles *out, Diag *d) {
+static int collect(const ConfigPaths *paths, const char *subdir, const char *single, ConfFiles *out,
+                   char ***checked, Diag *d) {
         int r;
 
         for (char **dir = paths->dirs; dir && *dir; dir++) {
                 _cleanup_free_ char *base = subdir ? path_join(*dir, subdir) : strdup(*dir);
-                bool checked = false;
+                bool dir_checked = false;
                 DIR *dh;
                 struct dirent *de;
 
@@ -1163,7 +1170,7 @@ static int collect(const ConfigPaths *paths, const char *subdir, const char *sin
                                         diag_add_file(d, base, "not a directory");
                                 continue;
                         }
-                        r = check_dir(base, d);
+                        r = check_dir(base, checked, d);
                         if (r == -ENOMEM)
                                 return r;
                         r = conf_files_add(out, single, p, NULL, is_masked(p));
@@ -1173,10 +1180,15 @@ static int collect(const ConfigPaths *paths, const char *subdir, const char *sin
                 }
                 dh = opendir(base);
                 if (!dh) {
-                        if (errno == ENOTDIR)
-                                diag_add_file(d, base, "not a directory; expected a directory of *.yaml files");
-                        else if (errno != ENOENT)
-                                diag_add_file(d, base, "cannot read directory: %s", strerror(errno));
+                        struct stat st;
+                        int e = errno;
+                        /* (a configuration directory that is a file was reported as
+                         * such with the main file: stat() fails with ENOTDIR then) */
+                        if (e == ENOTDIR) {
+                                if (stat(base, &st) == 0)
+                                        diag_add_file(d, base, "not a directory; expected a directory of *.yaml files");
+                        } else if (e != ENOENT)
+                                diag_add_file(d, base, "cannot read directory: %s", strerror(e));
                         continue;
                 }
                 while ((de = readdir(dh))) {
@@ -1195,9 +1207,10 @@ static int collect(const ConfigPaths *paths, const char *subdir, const char *sin
                         }
                         if (!str_endswith(de->d_name, ".yaml"))
                                 continue;
-                        if (!checked) {
-                                checked = true;
-                                if (check_dir(*dir, d) == -ENOMEM || check_dir(base, d) == -ENOMEM) {
+                        if (!dir_checked) {
+                                dir_checked = true;
+                                if (check_dir(*dir, checked, d) == -ENOMEM ||
+                                    check_dir(base, checked, d) == -ENOMEM) {
                                         closedir(dh);
                                         return -ENOMEM;
                                 }
@@ -1293,6 +1306,7 @@ static int merge_file(Config *c, FileConfig *fc, Rule **all_rules, size_t *n_all
 int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
         _cleanup_(config_freep) Config *c = NULL;
         ConfFiles mains = {}, dropins = {}, profiles = {};
+        char **checked_dirs = NULL;
         size_t diag_before = d->n;
         int r = 0;
 
@@ -1302,9 +1316,13 @@ int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
         c->reassert_usec = DEFAULT_REASSERT_USEC;
         c->restore_on_stop = true;
 
-        if ((r = collect(paths, NULL, MAIN_CONFIG, &mains, d)) < 0 ||
-            (r = collect(paths, DROPIN_DIR, NULL, &dropins, d)) < 0 ||
-            (r = collect(paths, PROFILE_DIR, NULL, &profiles, d)) < 0)
+        r = collect(paths, NULL, MAIN_CONFIG, &mains, &checked_dirs, d);
+        if (r >= 0)
+                r = collect(paths, DROPIN_DIR, NULL, &dropins, &checked_dirs, d);
+        if (r >= 0)
+                r = collect(paths, PROFILE_DIR, NULL, &profiles, &checked_dirs, d);
+        checked_dirs = strv_free(checked_dirs);
+        if (r < 0)
                 goto finish;
 
         /* Main file first, then drop-ins in name order. */

@@ -542,6 +542,19 @@ TEST(rules_limit) {
         tmpdir_remove(etc);
 }
 
+TEST(config_dir_is_a_file) {
+        char *etc = tmpdir_new(), *p, *got, *expected = NULL;
+        tmpdir_write(etc, "conf", "rules: []\n");
+        p = path_join(etc, "conf");
+        got = load_diag(p, NULL);
+        ASSERT_TRUE(asprintf(&expected, "%s: not a directory\n", p) > 0);
+        ASSERT_STREQ(got, expected); /* once, not again for iotuned.yaml.d/ and profiles/ below it */
+        free(got);
+        free(expected);
+        free(p);
+        tmpdir_remove(etc);
+}
+
 TEST(hidden_files_skipped_relative_mask) {
         char *etc = tmpdir_new(), *got;
         Config *c = NULL;
@@ -594,8 +607,9 @@ TEST(permissions_refused) {
         /* the configuration directory above a drop-in directory */
         ASSERT_TRUE(chmod(etc, 01777) == 0);
         got = load_diag(etc, NULL);
+        /* once, not once per file or role read from it */
         ASSERT_TRUE(asprintf(&expected, "%s: writable by group/others (mode 1777), refusing it\n", etc) > 0);
-        ASSERT_TRUE(strstr(got, expected) == got);
+        ASSERT_STREQ(got, expected);
         free(expected);
         free(got);
         ASSERT_TRUE(chmod(etc, 0755) == 0);
@@ -731,4 +745,4 @@ TEST_MAIN(T(builtin_defaults_without_any_file), T(etc_overrides_vendor_by_file_n
           T(limit_items_per_list), T(limit_nesting_depth), T(encoding_errors_at_their_position),
           T(non_scalar_key_then_empty_key), T(yaml_tags_refused), T(fifo_and_size_refused),
           T(extends_chain_limit_and_speed), T(extends_parent_resolved_once), T(many_profiles_and_dropins),
-          T(rules_limit), T(hidden_files_skipped_relative_mask), T(permissions_refused), T(malformed_corpus))
+          T(rules_limit), T(config_dir_is_a_file), T(hidden_files_skipped_relative_mask), T(permissions_refused), T(malformed_corpus))

@@ -1307,7 +1307,7 @@ int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
         _cleanup_(config_freep) Config *c = NULL;
         ConfFiles mains = {}, dropins = {}, profiles = {};
         char **checked_dirs = NULL;
-        size_t diag_before = d->n;
+        size_t diag_before = d->n + d->n_dropped;
         int r = 0;
 
         c = calloc(1, sizeof(Config));
@@ -1456,7 +1456,7 @@ int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
                                  rule->profile);
         }
 
-        r = d->n > diag_before ? -EINVAL : 0;
+        r = d->n + d->n_dropped > diag_before ? -EINVAL : 0;
 finish:
         conf_files_done(&mains);
         conf_files_done(&dropins);

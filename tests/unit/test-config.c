@@ -542,6 +542,23 @@ TEST(rules_limit) {
         tmpdir_remove(etc);
 }
 
+TEST(diagnostics_capped) {
+        /* 5000 unknown keys: 1000 errors, then one line; still an error */
+        char *etc = tmpdir_new(), *text = repeat_fmt("", "k%u: 1\n", 4096, ""), *got;
+        Config *c = NULL;
+        tmpdir_write(etc, "iotuned.yaml.d/10-a.yaml", text);
+        tmpdir_write(etc, "iotuned.yaml.d/20-b.yaml", "rules: 1\n");
+        got = load_diag(etc, &c);
+        ASSERT_TRUE(!c);
+        ASSERT_TRUE(str_startswith(got, "iotuned.yaml.d/10-a.yaml:1:1: unknown key 'k0' in configuration"));
+        ASSERT_TRUE(strstr(got, "iotuned.yaml.d/10-a.yaml:1000:1: unknown key 'k999' in configuration") != NULL);
+        ASSERT_TRUE(strstr(got, "k1000") == NULL);
+        ASSERT_TRUE(str_endswith(got, "\ntoo many errors; only the first 1000 are shown\n"));
+        free(got);
+        free(text);
+        tmpdir_remove(etc);
+}
+
 TEST(config_dir_is_a_file) {
         char *etc = tmpdir_new(), *p, *got, *expected = NULL;
         tmpdir_write(etc, "conf", "rules: []\n");
@@ -745,4 +762,4 @@ TEST_MAIN(T(builtin_defaults_without_any_file), T(etc_overrides_vendor_by_file_n
           T(limit_items_per_list), T(limit_nesting_depth), T(encoding_errors_at_their_position),
           T(non_scalar_key_then_empty_key), T(yaml_tags_refused), T(fifo_and_size_refused),
           T(extends_chain_limit_and_speed), T(extends_parent_resolved_once), T(many_profiles_and_dropins),
-          T(rules_limit), T(config_dir_is_a_file), T(hidden_files_skipped_relative_mask), T(permissions_refused), T(malformed_corpus))
+          T(rules_limit), T(diagnostics_capped), T(config_dir_is_a_file), T(hidden_files_skipped_relative_mask), T(permissions_refused), T(malformed_corpus))

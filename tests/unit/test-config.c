@@ -3,6 +3,8 @@
  * corpus of malformed files under tests/fixtures/config-bad/, each of which must
  * produce exactly the diagnostics in its `expected` file. */
 #include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -388,6 +390,34 @@ TEST(fifo_and_size_refused) {
         tmpdir_remove(etc);
 }
 
+/* Many small files in one directory, quickly: tmpdir_write() creates the parent
+ * directories for every file. */
+static void write_in(const char *dir, const char *name, const char *text) {
+        char path[PATH_MAX];
+        int fd;
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t) strlen(text) || close(fd) < 0)
+                abort();
+}
+
+/* For the tests that write thousands of files: a tmpfs where there is one (file
+ * creation on a loaded machine's disk took most of this test's time). */
+static char *bulk_tmpdir_new(void) {
+        char *t = strdup("/dev/shm/iotuned-test-XXXXXX");
+        if (t && mkdtemp(t))
+                return t;
+        free(t);
+        return tmpdir_new();
+}
+
+static char *subdir_new(const char *dir, const char *sub) {
+        char *p = path_join(dir, sub);
+        if (!p || mkdir_p(p, 0755) < 0)
+                abort();
+        return p;
+}
+
 /* diagnostics of a load as text, paths relative to `dir` */
 static char *load_diag(const char *dir, Config **ret) {
         char *dirs[] = { (char *) dir, NULL }, *strip = NULL, *got;
@@ -408,17 +438,18 @@ static char *load_diag(const char *dir, Config **ret) {
 TEST(extends_chain_limit_and_speed) {
         /* A 3000-long chain took 32 s (a linear lookup inside the chain walk, for
          * every profile); now it is one linear pass, and refused at 33. */
-        char *etc = tmpdir_new(), *got;
+        char *etc = bulk_tmpdir_new(), *got, *pd = subdir_new(etc, "profiles");
         double t0;
         for (unsigned i = 0; i < 3000; i++) {
-                char rel[64], text[64];
-                snprintf(rel, sizeof(rel), "profiles/p%u.yaml", i);
+                char name[64], text[64];
+                snprintf(name, sizeof(name), "p%u.yaml", i);
                 if (i == 0)
                         snprintf(text, sizeof(text), "queue: { nr_requests: 64 }\n");
                 else
                         snprintf(text, sizeof(text), "extends: p%u\n", i - 1);
-                tmpdir_write(etc, rel, text);
+                write_in(pd, name, text);
         }
+        free(pd);
         t0 = now_sec();
         got = load_diag(etc, NULL);
         ASSERT_TRUE(now_sec() - t0 < 5.0);
@@ -482,13 +513,13 @@ TEST(extends_parent_resolved_once) {
 }
 
 TEST(many_profiles_and_dropins) {
-        char *etc = tmpdir_new(), *got;
+        char *etc = bulk_tmpdir_new(), *got, *pd = subdir_new(etc, "profiles"), *dd;
         double t0;
         /* 4096 profiles load, quickly; the lookups are bsearch */
         for (unsigned i = 0; i < 4093; i++) { /* + 3 builtin = 4096 */
-                char rel[64];
-                snprintf(rel, sizeof(rel), "profiles/p%u.yaml", i);
-                tmpdir_write(etc, rel, i ? "extends: p0\n" : "");
+                char name[64];
+                snprintf(name, sizeof(name), "p%u.yaml", i);
+                write_in(pd, name, i ? "extends: p0\n" : "");
         }
         t0 = now_sec();
         got = load_diag(etc, NULL);
@@ -500,22 +531,25 @@ TEST(many_profiles_and_dropins) {
         ASSERT_STREQ(got, "more than 4096 files in profiles/ (built-in ones included); refusing the configuration\n");
         free(got);
         for (unsigned i = 4094; i < 4097; i++) {
-                char rel[64];
-                snprintf(rel, sizeof(rel), "profiles/p%u.yaml", i);
-                tmpdir_write(etc, rel, "");
+                char name[64];
+                snprintf(name, sizeof(name), "p%u.yaml", i);
+                write_in(pd, name, "");
         }
+        free(pd);
         got = load_diag(etc, NULL);
         ASSERT_STREQ(got, "profiles: more than 4096 files in profiles/ (over all configuration directories); "
                           "refusing the configuration\n");
         free(got);
         tmpdir_remove(etc);
 
-        etc = tmpdir_new();
+        etc = bulk_tmpdir_new();
+        dd = subdir_new(etc, "iotuned.yaml.d");
         for (unsigned i = 0; i < 4097; i++) {
-                char rel[64];
-                snprintf(rel, sizeof(rel), "iotuned.yaml.d/%04u.yaml", i);
-                tmpdir_write(etc, rel, "");
+                char name[64];
+                snprintf(name, sizeof(name), "%04u.yaml", i);
+                write_in(dd, name, "");
         }
+        free(dd);
         got = load_diag(etc, NULL);
         ASSERT_STREQ(got, "iotuned.yaml.d: more than 4096 files in iotuned.yaml.d/ (over all configuration "
                           "directories); refusing the configuration\n");

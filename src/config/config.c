@@ -60,6 +60,14 @@ int config_paths_default(const char *root, const char *config_dir, ConfigPaths *
         return 0;
 }
 
+static void *memdup_or_null(const void *p, size_t size) {
+        void *c;
+        if (size == 0)
+                return NULL;
+        c = malloc(size);
+        return c ? memcpy(c, p, size) : NULL;
+}
+
 /* ---- small frees ------------------------------------------------------------- */
 
 static void value_done(Value *v) {
@@ -128,17 +136,37 @@ Config *config_free(Config *c) {
         for (size_t i = 0; i < c->n_profiles; i++)
                 profile_free(c->profiles[i]);
         free(c->profiles);
+        free(c->profiles_by_name);
         strv_free(c->files);
         strv_free(c->masked);
         free(c);
         return NULL;
 }
 
+static int cmp_profile_name(const void *a, const void *b) {
+        return strcmp((*(Profile *const *) a)->name, (*(Profile *const *) b)->name);
+}
+
+static int cmp_name_profile(const void *key, const void *b) {
+        return strcmp(key, (*(Profile *const *) b)->name);
+}
+
+static Profile *find_profile_mut(const Config *c, const char *name) {
+        Profile **p;
+
+        if (!c->profiles_by_name) {
+                /* A Config built by hand (tests); config_load() always builds the index. */
+                for (size_t i = 0; i < c->n_profiles; i++)
+                        if (streq(c->profiles[i]->name, name))
+                                return c->profiles[i];
+                return NULL;
+        }
+        p = bsearch(name, c->profiles_by_name, c->n_profiles, sizeof(Profile *), cmp_name_profile);
+        return p ? *p : NULL;
+}
+
 const Profile *config_find_profile(const Config *c, const char *name) {
-        for (size_t i = 0; i < c->n_profiles; i++)
-                if (streq(c->profiles[i]->name, name))
-                        return c->profiles[i];
-        return NULL;
+        return find_profile_mut(c, name);
 }
 
 /* ---- typed accessors on the YAML tree (each adds a diagnostic on mismatch) ----- */
@@ -474,41 +502,99 @@ static int parse_profile(const YNode *root, const char *path, const char *basena
         return 0;
 }
 
-static Profile *find_profile_mut(Config *c, const char *name) {
-        for (size_t i = 0; i < c->n_profiles; i++)
-                if (streq(c->profiles[i]->name, name))
-                        return c->profiles[i];
-        return NULL;
+/* Position of a profile in profiles_by_name, -1 if there is none of that name. */
+static ssize_t profile_index(const Config *c, const char *name) {
+        Profile **p = bsearch(name, c->profiles_by_name, c->n_profiles, sizeof(Profile *), cmp_name_profile);
+        return p ? p - c->profiles_by_name : -1;
 }
 
-/* Check every `extends:` reference: the parent exists and the chain never comes back
- * to where it started. Each profile of a cycle is reported at its own line. */
+/* Check every `extends:` reference: the parent exists, the chain never comes back
+ * to where it started (each profile of a cycle is reported at its own line) and is
+ * at most CONFIG_MAX_EXTENDS_CHAIN profiles long. Linear in the number of profiles
+ * (plus the lookups): every profile is walked once and its chain length kept.
+ * Works on indexes into profiles_by_name; reports in file order. */
 static int check_extends(Config *c, Diag *d) {
+        enum { NEW, ON_PATH, DONE, CYCLE, BAD };
+        size_t n = c->n_profiles;
+        _cleanup_free_ ssize_t *parent = calloc(n ?: 1, sizeof(ssize_t));
+        _cleanup_free_ size_t *path = calloc(n ?: 1, sizeof(size_t));
+        _cleanup_free_ unsigned *depth = calloc(n ?: 1, sizeof(unsigned));
+        _cleanup_free_ unsigned char *state = calloc(n ?: 1, 1);
         int r = 0;
 
-        for (size_t i = 0; i < c->n_profiles; i++) {
-                Profile *p = c->profiles[i], *q = p;
+        if (!parent || !path || !depth || !state)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const Profile *p = c->profiles_by_name[i];
+                parent[i] = p->extends ? profile_index(c, p->extends) : -1;
+                if (p->extends && parent[i] < 0)
+                        state[i] = BAD; /* reported below, in file order */
+        }
+        for (size_t i = 0; i < n; i++) {
+                size_t len = 0, k;
+                ssize_t j = (ssize_t) i;
+                unsigned base;
+
+                while (j >= 0 && state[j] == NEW) {
+                        state[j] = ON_PATH;
+                        path[len++] = (size_t) j;
+                        j = parent[j];
+                }
+                if (j >= 0 && state[j] == ON_PATH) {
+                        /* path[k..len) is a cycle; what leads into it is not checked further */
+                        for (k = 0; path[k] != (size_t) j; k++)
+                                ;
+                        for (size_t m = k; m < len; m++)
+                                state[path[m]] = CYCLE;
+                        for (size_t m = 0; m < k; m++)
+                                state[path[m]] = BAD;
+                        continue;
+                }
+                if (j >= 0 && state[j] != DONE) {
+                        for (size_t m = 0; m < len; m++)
+                                state[path[m]] = BAD;
+                        continue;
+                }
+                base = j >= 0 ? depth[j] : 0;
+                while (len > 0) {
+                        k = path[--len];
+                        depth[k] = ++base;
+                        state[k] = DONE;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                Profile *p = c->profiles[i];
+                ssize_t x = profile_index(c, p->name);
                 char chain[1024];
                 size_t off;
 
                 if (!p->extends)
                         continue;
-                if (!find_profile_mut(c, p->extends)) {
+                if (parent[x] < 0) {
                         r = diag_add(d, &p->extends_mark, "profile '%s' extends unknown profile '%s'", p->name,
                                      p->extends);
                         continue;
                 }
-                off = snprintf(chain, sizeof(chain), "%s", p->name);
-                for (size_t steps = 0; q && q->extends && steps <= c->n_profiles; steps++) {
-                        q = find_profile_mut(c, q->extends);
-                        if (!q)
-                                break;
-                        if (off < sizeof(chain))
-                                off += snprintf(chain + off, sizeof(chain) - off, " -> %s", q->name);
-                        if (q == p) {
-                                r = diag_add(d, &p->extends_mark, "'extends' cycle: %s", chain);
-                                break;
+                if (state[x] == CYCLE) {
+                        off = snprintf(chain, sizeof(chain), "%s", p->name);
+                        for (ssize_t y = parent[x]; off < sizeof(chain); y = parent[y]) {
+                                off += snprintf(chain + off, sizeof(chain) - off, " -> %s",
+                                                c->profiles_by_name[y]->name);
+                                if (y == x)
+                                        break;
                         }
+                        r = diag_add(d, &p->extends_mark, "'extends' cycle: %s", chain);
+                        continue;
+                }
+                /* Reported once, where the chain first gets too long. */
+                if (state[x] == DONE && depth[x] == CONFIG_MAX_EXTENDS_CHAIN + 1) {
+                        const Profile *top = p;
+                        while (top->extends)
+                                top = c->profiles_by_name[profile_index(c, top->extends)];
+                        r = diag_add(d, &p->extends_mark,
+                                     "'extends' chain too long: profile '%s' is number %u in a chain that starts at "
+                                     "'%s'; at most %u profiles may form one chain",
+                                     p->name, CONFIG_MAX_EXTENDS_CHAIN + 1, top->name, CONFIG_MAX_EXTENDS_CHAIN);
                 }
         }
         return r;
@@ -519,6 +605,10 @@ static int resolve_profile(Config *c, Profile *p) {
         Profile *parent = p->extends ? find_profile_mut(c, p->extends) : NULL;
         int r;
 
+        /* A parent is resolved first through its child; resolving it again would
+         * copy its values a second time over the first (and lose those). */
+        if (p->resolved_done)
+                return 0;
         if (parent && !parent->resolved_done) {
                 r = resolve_profile(c, parent);
                 if (r < 0)
@@ -553,10 +643,66 @@ static int resolve_profile(Config *c, Profile *p) {
         return 0;
 }
 
+/* Absolute, and no "." or ".." component, no empty one ("//"), no trailing "/". */
+static bool path_is_normalized(const char *p) {
+        if (p[0] != '/')
+                return false;
+        for (const char *s = p + 1;;) {
+                size_t n = strcspn(s, "/");
+                if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+                        return false;
+                if (!s[n])
+                        return true;
+                s += n + 1;
+        }
+}
+
 /* ---- rules ------------------------------------------------------------------- */
+
+/* Why a pattern can never match anything, or NULL. fnmatch(3) takes an unclosed
+ * '[' literally, and no kernel name, model or udev value contains one by accident:
+ * such a pattern is a typo, and a rule that silently matches nothing is worse
+ * than an error. */
+static const char *glob_never_matches(const char *g) {
+        if (!g[0])
+                return "an empty pattern matches nothing";
+        for (const char *s = g; *s; s++) {
+                if (*s == '\\') {
+                        if (!s[1])
+                                return "it ends in a lone '\\'";
+                        s++;
+                } else if (*s == '[') {
+                        const char *e = s + 1;
+                        if (*e == '!' || *e == '^')
+                                e++;
+                        if (*e == ']')
+                                e++; /* a leading ']' is a member */
+                        for (; *e && *e != ']'; e++)
+                                if (e[0] == '[' && (e[1] == ':' || e[1] == '.' || e[1] == '=')) {
+                                        const char *close = strchr(e + 2, e[1]);
+                                        if (!close || close[1] != ']')
+                                                return "'[' opens a set that is never closed with ']'";
+                                        e = close + 1;
+                                }
+                        if (!*e)
+                                return "'[' opens a set that is never closed with ']'";
+                        s = e;
+                }
+        }
+        return NULL;
+}
+
+static int check_glob(const YNode *n, const char *what, Diag *d) {
+        const char *why = glob_never_matches(n->scalar);
+        if (why)
+                return diag_add(d, &n->mark, "invalid pattern '%s' for '%s': %s", n->scalar, what, why);
+        return 0;
+}
 
 static int dup_glob(const YNode *n, const char *what, char **ret, Diag *d) {
         if (!expect_string(n, what, d))
+                return -EINVAL;
+        if (!streq(what, "name") && !streq(what, "transport") && check_glob(n, what, d) < 0)
                 return -EINVAL;
         free(*ret);
         *ret = strdup(n->scalar);
@@ -660,7 +806,8 @@ static int parse_match(const YNode *n, Match *m, Diag *d) {
                                         return -ENOMEM;
                                 for (size_t j = 0; j < p->value->n_pairs; j++) {
                                         const YPair *u = &p->value->pairs[j];
-                                        if (!expect_string(u->value, u->key->scalar, d)) {
+                                        if (!expect_string(u->value, u->key->scalar, d) ||
+                                            check_glob(u->value, u->key->scalar, d) < 0) {
                                                 q = -EINVAL;
                                                 continue;
                                         }
@@ -692,8 +839,11 @@ static int parse_rule(const YNode *n, Rule *rule, Diag *d) {
         rule->set_irq.keep_irqbalance_away = -1;
         if (mark_copy(&rule->mark, &n->mark) < 0)
                 return -ENOMEM;
-        if (!expect_kind(n, YNODE_MAPPING, "rule", d))
+        if (!expect_kind(n, YNODE_MAPPING, "rule", d)) {
+                if (asprintf_safe(&rule->name, "%s:%u", n->mark.file, n->mark.line) < 0)
+                        return -ENOMEM;
                 return -EINVAL;
+        }
 
         for (size_t i = 0; i < n->n_pairs; i++) {
                 const YPair *p = &n->pairs[i];
@@ -740,6 +890,10 @@ static int parse_rule(const YNode *n, Rule *rule, Diag *d) {
                         r = q;
         }
 
+        /* Named before any check can return: a rule is kept (and later checked for
+         * its profile) even when it has errors, and is always named in messages. */
+        if (!rule->name && asprintf_safe(&rule->name, "%s:%u", n->mark.file, n->mark.line) < 0)
+                return -ENOMEM;
         if (!has_match)
                 r = diag_add(d, &n->mark, "rule has no 'match:' (use 'match: {}' to match every device)");
         if (rule->exclude && rule->profile)
@@ -754,8 +908,6 @@ static int parse_rule(const YNode *n, Rule *rule, Diag *d) {
                     rule->set_nvme_apply.value)
                         return diag_add(d, &n->mark, "an excluding rule cannot 'set' values");
         }
-        if (!rule->name && asprintf_safe(&rule->name, "%s:%u", n->mark.file, n->mark.line) < 0)
-                return -ENOMEM;
         return r;
 }
 
@@ -882,7 +1034,15 @@ static int parse_main(const YNode *root, FileConfig *fc, Diag *d) {
                                         q = -EINVAL;
                                 }
                         tf = ynode_get(p->value, "textfile");
-                        if (tf && (tf->kind != YNODE_SCALAR ||
+                        if (tf && tf->kind == YNODE_SCALAR && !isempty(tf->scalar) && tf->scalar[0] == '/' &&
+                            str_endswith(tf->scalar, ".prom") && !path_is_normalized(tf->scalar))
+                                /* root writes this file: a path with ".." can point anywhere
+                                 * the prefix seems not to */
+                                q = diag_add(d, &tf->mark,
+                                             "invalid textfile '%s': expected a normalized absolute path, without "
+                                             "'.' or '..' components, '//' or a trailing '/'",
+                                             tf->scalar);
+                        else if (tf && (tf->kind != YNODE_SCALAR ||
                                    (!isempty(tf->scalar) && (tf->scalar[0] != '/' || !str_endswith(tf->scalar, ".prom")))))
                                 q = diag_add(d, &tf->mark,
                                              "invalid textfile '%s': expected an absolute path ending in .prom "
@@ -933,13 +1093,30 @@ static void conf_files_done(ConfFiles *f) {
         free(f->items);
 }
 
+/* A symbolic link that resolves to /dev/null, however it is spelled
+ * ("/dev/null", "../../dev/null", a link to a link to it), masks the name. */
 static bool is_masked(const char *path) {
-        char target[PATH_MAX];
-        ssize_t n = readlink(path, target, sizeof(target) - 1);
-        if (n < 0)
+        _cleanup_free_ char *target = NULL;
+        struct stat st;
+
+        if (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode))
                 return false;
-        target[n] = 0;
-        return streq(target, "/dev/null");
+        target = realpath(path, NULL);
+        return target && streq(target, "/dev/null");
+}
+
+/* A directory configuration is read from: root's (see ynode_check_owner()). Each
+ * directory once per load (`checked`), so a bad /etc/iotuned is one error, not one
+ * per role. */
+static int check_dir(const char *path, char ***checked, Diag *d) {
+        struct stat st;
+        if (strv_contains(*checked, path))
+                return 0;
+        if (strv_extend(checked, path) < 0)
+                return -ENOMEM;
+        if (stat(path, &st) < 0)
+                return 0; /* it was just read; gone meanwhile: nothing read from it */
+        return ynode_check_owner(path, &st, d);
 }
 
 static int conf_files_add(ConfFiles *f, const char *name, const char *path, const char *text, bool masked) {
@@ -965,12 +1142,19 @@ static int cmp_conf_file(const void *a, const void *b) {
         return strcmp(((const ConfFile *) a)->name, ((const ConfFile *) b)->name);
 }
 
-/* Collect the *.yaml files of `subdir` (or the single file `single`) over all directories. */
-static int collect(const ConfigPaths *paths, const char *subdir, const char *single, ConfFiles *out, Diag *d) {
+/* Collect the *.yaml files of `subdir` (or the single file `single`) over all directories.
+ * Hidden files (".name") are skipped, as systemd does; "*.yml" files are an error (a
+ * likely typo that would otherwise be silently ignored); so is a file where the
+ * directory should be. A directory something is read from, and for a subdirectory
+ * the configuration directory above it, must pass ynode_check_owner(). -EINVAL
+ * (with the diagnostic) when there are more than CONFIG_MAX_FILES files. */
+static int collect(const ConfigPaths *paths, const char *subdir, const char *single, ConfFiles *out,
+                   char ***checked, Diag *d) {
         int r;
 
         for (char **dir = paths->dirs; dir && *dir; dir++) {
                 _cleanup_free_ char *base = subdir ? path_join(*dir, subdir) : strdup(*dir);
+                bool dir_checked = false;
                 DIR *dh;
                 struct dirent *de;
 
@@ -981,8 +1165,14 @@ static int collect(const ConfigPaths *paths, const char *subdir, const char *sin
                         struct stat st;
                         if (!p)
                                 return -ENOMEM;
-                        if (lstat(p, &st) < 0)
+                        if (lstat(p, &st) < 0) {
+                                if (errno == ENOTDIR)
+                                        diag_add_file(d, base, "not a directory");
                                 continue;
+                        }
+                        r = check_dir(base, checked, d);
+                        if (r == -ENOMEM)
+                                return r;
                         r = conf_files_add(out, single, p, NULL, is_masked(p));
                         if (r < 0)
                                 return r;
@@ -990,18 +1180,51 @@ static int collect(const ConfigPaths *paths, const char *subdir, const char *sin
                 }
                 dh = opendir(base);
                 if (!dh) {
-                        if (errno != ENOENT && errno != ENOTDIR)
-                                diag_add_file(d, base, "cannot read directory: %s", strerror(errno));
+                        struct stat st;
+                        int e = errno;
+                        /* (a configuration directory that is a file was reported as
+                         * such with the main file: stat() fails with ENOTDIR then) */
+                        if (e == ENOTDIR) {
+                                if (stat(base, &st) == 0)
+                                        diag_add_file(d, base, "not a directory; expected a directory of *.yaml files");
+                        } else if (e != ENOENT)
+                                diag_add_file(d, base, "cannot read directory: %s", strerror(e));
                         continue;
                 }
                 while ((de = readdir(dh))) {
                         _cleanup_free_ char *p = NULL;
-                        if (de->d_name[0] == '.' || !str_endswith(de->d_name, ".yaml"))
+                        if (de->d_name[0] == '.')
                                 continue;
+                        if (str_endswith(de->d_name, ".yml")) {
+                                p = path_join(base, de->d_name);
+                                if (!p) {
+                                        closedir(dh);
+                                        return -ENOMEM;
+                                }
+                                diag_add_file(d, p, "only *.yaml files are read; rename it to %.*s.yaml (or move it "
+                                              "away)", (int) (strlen(de->d_name) - 4), de->d_name);
+                                continue;
+                        }
+                        if (!str_endswith(de->d_name, ".yaml"))
+                                continue;
+                        if (!dir_checked) {
+                                dir_checked = true;
+                                if (check_dir(*dir, checked, d) == -ENOMEM ||
+                                    check_dir(base, checked, d) == -ENOMEM) {
+                                        closedir(dh);
+                                        return -ENOMEM;
+                                }
+                        }
                         p = path_join(base, de->d_name);
                         if (!p || conf_files_add(out, de->d_name, p, NULL, is_masked(p)) < 0) {
                                 closedir(dh);
                                 return -ENOMEM;
+                        }
+                        if (out->n > CONFIG_MAX_FILES) {
+                                closedir(dh);
+                                return diag_add_file(d, base, "more than %u files in %s/ (over all configuration "
+                                                     "directories); refusing the configuration",
+                                                     CONFIG_MAX_FILES, subdir);
                         }
                 }
                 closedir(dh);
@@ -1021,6 +1244,9 @@ static int collect(const ConfigPaths *paths, const char *subdir, const char *sin
                                 return -ENOMEM;
                 }
 
+        if (out->n > CONFIG_MAX_FILES)
+                return diag_add(d, NULL, "more than %u files in %s/ (built-in ones included); refusing the "
+                                "configuration", CONFIG_MAX_FILES, subdir);
         if (out->n > 1)
                 qsort(out->items, out->n, sizeof(ConfFile), cmp_conf_file);
         return 0;
@@ -1080,7 +1306,8 @@ static int merge_file(Config *c, FileConfig *fc, Rule **all_rules, size_t *n_all
 int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
         _cleanup_(config_freep) Config *c = NULL;
         ConfFiles mains = {}, dropins = {}, profiles = {};
-        size_t diag_before = d->n;
+        char **checked_dirs = NULL;
+        size_t diag_before = d->n + d->n_dropped;
         int r = 0;
 
         c = calloc(1, sizeof(Config));
@@ -1089,9 +1316,13 @@ int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
         c->reassert_usec = DEFAULT_REASSERT_USEC;
         c->restore_on_stop = true;
 
-        if ((r = collect(paths, NULL, MAIN_CONFIG, &mains, d)) < 0 ||
-            (r = collect(paths, DROPIN_DIR, NULL, &dropins, d)) < 0 ||
-            (r = collect(paths, PROFILE_DIR, NULL, &profiles, d)) < 0)
+        r = collect(paths, NULL, MAIN_CONFIG, &mains, &checked_dirs, d);
+        if (r >= 0)
+                r = collect(paths, DROPIN_DIR, NULL, &dropins, &checked_dirs, d);
+        if (r >= 0)
+                r = collect(paths, PROFILE_DIR, NULL, &profiles, &checked_dirs, d);
+        checked_dirs = strv_free(checked_dirs);
+        if (r < 0)
                 goto finish;
 
         /* Main file first, then drop-ins in name order. */
@@ -1124,6 +1355,16 @@ int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
                                 q = parse_main(root, &fc, d);
                                 if (q != -ENOMEM)
                                         q = merge_file(c, &fc, &c->rules, &c->n_rules);
+                                if (q != -ENOMEM && c->n_rules > CONFIG_MAX_RULES) {
+                                        /* this file's rules went first (see merge_file()) */
+                                        diag_add(d, &c->rules[0].mark,
+                                                 "more than %u rules in all (%zu with this file's); refusing the "
+                                                 "configuration",
+                                                 CONFIG_MAX_RULES, c->n_rules);
+                                        file_config_done(&fc);
+                                        r = -EINVAL;
+                                        goto finish;
+                                }
                         }
                         file_config_done(&fc);
                         if (q == -ENOMEM) {
@@ -1175,7 +1416,17 @@ int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
                 c->profiles[c->n_profiles++] = p;
         }
 
-        if (check_extends(c, d) == 0)
+        c->profiles_by_name = memdup_or_null(c->profiles, c->n_profiles * sizeof(Profile *));
+        if (c->n_profiles && !c->profiles_by_name) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        if (c->n_profiles > 1)
+                qsort(c->profiles_by_name, c->n_profiles, sizeof(Profile *), cmp_profile_name);
+        r = check_extends(c, d);
+        if (r == -ENOMEM)
+                goto finish;
+        if (r == 0)
                 for (size_t i = 0; i < c->n_profiles; i++) {
                         r = resolve_profile(c, c->profiles[i]);
                         if (r < 0)
@@ -1205,7 +1456,7 @@ int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
                                  rule->profile);
         }
 
-        r = d->n > diag_before ? -EINVAL : 0;
+        r = d->n + d->n_dropped > diag_before ? -EINVAL : 0;
 finish:
         conf_files_done(&mains);
         conf_files_done(&dropins);

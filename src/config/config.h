@@ -82,8 +82,9 @@ typedef struct Config {
         Mark default_profile_mark;
         Rule *rules;                 /* evaluation order: first match wins */
         size_t n_rules;
-        Profile **profiles;
+        Profile **profiles;          /* in file name order */
         size_t n_profiles;
+        Profile **profiles_by_name;  /* the same, sorted by name for lookups; NULL: search `profiles` */
         bool discover[_DISCOVERY_MAX];
         uint64_t reassert_usec;      /* daemon drift check interval */
         bool restore_on_stop;        /* daemon: put originals back on SIGTERM */
@@ -91,6 +92,11 @@ typedef struct Config {
         char **files;                /* every file that contributed, in load order */
         char **masked;               /* files masked by a /dev/null symlink */
 } Config;
+
+/* Limits beyond the per-file ones of yaml-node.h (see iotuned.yaml(5), LIMITS). */
+#define CONFIG_MAX_FILES 4096        /* drop-ins; profiles (each over all directories) */
+#define CONFIG_MAX_RULES 4096        /* rules in the merged configuration */
+#define CONFIG_MAX_EXTENDS_CHAIN 32  /* profiles in one `extends:` chain, itself included */
 
 /* Where configuration is searched, most important first (systemd's convention:
  * /etc overrides /run overrides /usr/lib). The embedded copy of the shipped

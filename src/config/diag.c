@@ -28,13 +28,23 @@ void diag_done(Diag *d) {
         free(d->items);
         d->items = NULL;
         d->n = 0;
+        d->n_dropped = 0;
 }
 
 static int diag_addv(Diag *d, const Mark *m, const char *file, const char *fmt, va_list ap) {
         Diagnostic *n;
         Diagnostic x = {};
 
-        if (vasprintf(&x.message, fmt, ap) < 0)
+        if (d->n > DIAG_MAX) {
+                d->n_dropped++;
+                return -EINVAL;
+        }
+        if (d->n == DIAG_MAX) {
+                if (asprintf(&x.message, "too many errors; only the first %u are shown", DIAG_MAX) < 0)
+                        return -ENOMEM;
+                m = NULL;
+                file = NULL;
+        } else if (vasprintf(&x.message, fmt, ap) < 0)
                 return -ENOMEM;
         if (m) {
                 if (mark_copy(&x.mark, m) < 0)

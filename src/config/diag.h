@@ -23,10 +23,14 @@ typedef struct Diagnostic {
         char *message;
 } Diagnostic;
 
-/* Collects every configuration error, so one run reports all of them. */
+/* Collects every configuration error, so one run reports all of them: up to
+ * DIAG_MAX, then one "too many errors" line (the daemon logs each as a journal
+ * entry; a broken 1 MiB file can hold 60000 errors). */
+#define DIAG_MAX 1000u
 typedef struct Diag {
         Diagnostic *items;
         size_t n;
+        size_t n_dropped; /* errors beyond DIAG_MAX, not recorded */
 } Diag;
 
 void diag_done(Diag *d);

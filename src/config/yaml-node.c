@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yaml.h>
+
+#include "fileio.h"
 
 #include "util.h"
 #include "yaml-node.h"
@@ -63,11 +67,57 @@ static YNode *ynode_new(YNodeKind kind, const char *file, const yaml_mark_t *m) 
         return n;
 }
 
+/* Keys of one open mapping, for the duplicate check: open addressing on the key
+ * strings, so a mapping of N keys costs O(N), not O(N^2). */
+typedef struct KeySet {
+        YNode **slots;
+        size_t n_slots, n;
+} KeySet;
+
+static size_t key_hash(const char *s) {
+        size_t h = 14695981039346656037ULL; /* FNV-1a */
+        for (; *s; s++)
+                h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+        return h;
+}
+
+/* Returns the key already present with the same text, or NULL after adding `k`. */
+static int key_set_add(KeySet *set, YNode *k, YNode **ret_dup) {
+        size_t i;
+
+        if ((set->n + 1) * 2 > set->n_slots) {
+                size_t ns = set->n_slots ? set->n_slots * 2 : 16;
+                YNode **slots = calloc(ns, sizeof(YNode *));
+                if (!slots)
+                        return -ENOMEM;
+                for (size_t j = 0; j < set->n_slots; j++)
+                        if (set->slots[j]) {
+                                for (i = key_hash(set->slots[j]->scalar) & (ns - 1); slots[i]; i = (i + 1) & (ns - 1))
+                                        ;
+                                slots[i] = set->slots[j];
+                        }
+                free(set->slots);
+                set->slots = slots;
+                set->n_slots = ns;
+        }
+        for (i = key_hash(k->scalar) & (set->n_slots - 1); set->slots[i]; i = (i + 1) & (set->n_slots - 1))
+                if (streq(set->slots[i]->scalar, k->scalar)) {
+                        *ret_dup = set->slots[i];
+                        return 0;
+                }
+        set->slots[i] = k;
+        set->n++;
+        *ret_dup = NULL;
+        return 0;
+}
+
 /* Attach a finished node to its parent (top of stack). For mappings, a pending key
  * waits in `key` until its value arrives. */
 typedef struct Frame {
         YNode *node;
         YNode *key; /* mapping only: key waiting for its value */
+        size_t alloc;
+        KeySet keys;
 } Frame;
 
 typedef struct Builder {
@@ -76,84 +126,132 @@ typedef struct Builder {
         YNode *root;
         Diag *diag;
         int error;
+        bool stop; /* a limit was hit: the rest of the document is not read */
 } Builder;
+
+static int grow(void **p, size_t *alloc, size_t n, size_t size) {
+        void *np;
+        size_t a;
+        if (n < *alloc)
+                return 0;
+        a = *alloc ? *alloc * 2 : 4;
+        np = realloc(*p, a * size);
+        if (!np)
+                return -ENOMEM;
+        *p = np;
+        *alloc = a;
+        return 0;
+}
 
 static int builder_attach(Builder *b, YNode *n) {
         Frame *top;
+        YNode *parent;
 
         if (b->depth == 0) {
                 b->root = n;
                 return 0;
         }
         top = &b->stack[b->depth - 1];
-        if (top->node->kind == YNODE_SEQUENCE) {
-                YNode **items = realloc(top->node->items, (top->node->n_items + 1) * sizeof(YNode *));
-                if (!items) {
+        parent = top->node;
+        if (parent->kind == YNODE_SEQUENCE) {
+                if (parent->n_items >= YNODE_MAX_CHILDREN) {
+                        diag_add(b->diag, &n->mark, "more than %u items in one list; refusing the file",
+                                 YNODE_MAX_CHILDREN);
+                        ynode_free(n);
+                        b->error = -EINVAL;
+                        b->stop = true;
+                        return 0;
+                }
+                if (grow((void **) &parent->items, &top->alloc, parent->n_items, sizeof(YNode *)) < 0) {
                         ynode_free(n);
                         return -ENOMEM;
                 }
-                top->node->items = items;
-                items[top->node->n_items++] = n;
+                parent->items[parent->n_items++] = n;
                 return 0;
         }
 
         /* mapping */
         if (!top->key) {
+                YNode *dup;
+                int r;
+
+                if (parent->n_pairs >= YNODE_MAX_CHILDREN) {
+                        diag_add(b->diag, &n->mark, "more than %u keys in one mapping; refusing the file",
+                                 YNODE_MAX_CHILDREN);
+                        ynode_free(n);
+                        b->error = -EINVAL;
+                        b->stop = true;
+                        return 0;
+                }
                 if (n->kind != YNODE_SCALAR) {
                         diag_add(b->diag, &n->mark, "a mapping key must be a plain name, not %s",
                                  ynode_kind_name(n->kind));
-                        ynode_free(n);
                         b->error = -EINVAL;
-                        /* Keep the structure balanced: use a placeholder key. */
+                        /* Keep the structure balanced: a placeholder key, at the
+                         * rejected key's place, that takes no part in the
+                         * duplicate check (it was reported already). */
                         top->key = calloc(1, sizeof(YNode));
-                        if (!top->key)
+                        if (!top->key || mark_copy(&top->key->mark, &n->mark) < 0) {
+                                ynode_free(n);
                                 return -ENOMEM;
+                        }
+                        ynode_free(n);
                         top->key->kind = YNODE_SCALAR;
+                        top->key->placeholder = true;
                         top->key->scalar = strdup("");
                         return top->key->scalar ? 0 : -ENOMEM;
                 }
-                for (size_t i = 0; i < top->node->n_pairs; i++)
-                        if (streq(top->node->pairs[i].key->scalar, n->scalar)) {
-                                const Mark *first = &top->node->pairs[i].key->mark;
-                                diag_add(b->diag, &n->mark, "duplicate key '%s' (first defined at line %u, column %u)",
-                                         n->scalar, first->line, first->column);
-                                b->error = -EINVAL;
-                                break;
-                        }
+                r = key_set_add(&top->keys, n, &dup);
+                if (r < 0) {
+                        ynode_free(n);
+                        return r;
+                }
+                if (dup) {
+                        diag_add(b->diag, &n->mark, "duplicate key '%s' (first defined at line %u, column %u)",
+                                 n->scalar, dup->mark.line, dup->mark.column);
+                        b->error = -EINVAL;
+                }
                 top->key = n;
                 return 0;
-        } else {
-                YPair *pairs = realloc(top->node->pairs, (top->node->n_pairs + 1) * sizeof(YPair));
-                if (!pairs) {
-                        ynode_free(n);
-                        return -ENOMEM;
-                }
-                top->node->pairs = pairs;
-                pairs[top->node->n_pairs].key = TAKE_PTR(top->key);
-                pairs[top->node->n_pairs].value = n;
-                top->node->n_pairs++;
-                return 0;
         }
+        if (grow((void **) &parent->pairs, &top->alloc, parent->n_pairs, sizeof(YPair)) < 0) {
+                ynode_free(n);
+                return -ENOMEM;
+        }
+        parent->pairs[parent->n_pairs].key = TAKE_PTR(top->key);
+        parent->pairs[parent->n_pairs].value = n;
+        parent->n_pairs++;
+        return 0;
 }
 
 static int builder_push(Builder *b, YNode *n) {
-        if (b->depth == b->alloc) {
-                size_t a = b->alloc ? b->alloc * 2 : 8;
-                Frame *s = realloc(b->stack, a * sizeof(Frame));
-                if (!s) {
-                        ynode_free(n);
-                        return -ENOMEM;
-                }
-                b->stack = s;
-                b->alloc = a;
+        /* Counted on the event stream, so a deeply nested document stops here, after
+         * a few dozen events, before libyaml's scanner (whose simple-key stack makes
+         * each token cost O(depth)) has gone deep at all. */
+        if (b->depth >= YNODE_MAX_DEPTH) {
+                diag_add(b->diag, &n->mark, "nesting deeper than %u levels; refusing the file", YNODE_MAX_DEPTH);
+                ynode_free(n);
+                b->error = -EINVAL;
+                b->stop = true;
+                return 0;
+        }
+        if (grow((void **) &b->stack, &b->alloc, b->depth, sizeof(Frame)) < 0) {
+                ynode_free(n);
+                return -ENOMEM;
         }
         b->stack[b->depth++] = (Frame) { .node = n };
         return 0;
 }
 
+static void frame_done(Frame *f) {
+        free(f->keys.slots);
+        f->keys = (KeySet) {};
+}
+
 static int builder_pop(Builder *b) {
         Frame f = b->stack[--b->depth];
         ynode_free(f.key); /* only set if the document was cut short */
+        frame_done(&f);
         return builder_attach(b, f.node);
 }
 
@@ -162,9 +260,36 @@ static void builder_done(Builder *b) {
                 Frame f = b->stack[--b->depth];
                 ynode_free(f.key);
                 ynode_free(f.node);
+                frame_done(&f);
         }
         free(b->stack);
         ynode_free(b->root);
+}
+
+/* Line and column (1-based, columns in characters as libyaml counts them) of a byte
+ * offset: libyaml's reader errors (bad UTF-8, control characters, NUL) carry only
+ * the offset, their problem_mark is never set. */
+static void offset_to_mark(const char *text, size_t len, size_t offset, Mark *m) {
+        unsigned line = 1, column = 1;
+        for (size_t i = 0; i < offset && i < len; i++) {
+                unsigned char c = (unsigned char) text[i];
+                if (c == '\n' || (c == '\r' && (i + 1 >= len || text[i + 1] != '\n'))) {
+                        line++;
+                        column = 1;
+                } else if ((c & 0xC0) != 0x80 && c != '\r')
+                        column++;
+        }
+        m->line = line;
+        m->column = column;
+}
+
+/* "!!str" for libyaml's resolved "tag:yaml.org,2002:str", as the file spells it. */
+static int tag_error(Diag *diag, const char *name, const yaml_mark_t *ym, const char *tag) {
+        static const char yaml_org[] = "tag:yaml.org,2002:";
+        Mark m = { .file = (char *) name, .line = (unsigned) ym->line + 1, .column = (unsigned) ym->column + 1 };
+        bool std = str_startswith(tag, yaml_org);
+        return diag_add(diag, &m, "YAML tags (%s%s) are not supported; remove the tag and write the value plainly",
+                        std ? "!!" : "", std ? tag + strlen(yaml_org) : tag);
 }
 
 int ynode_parse_string(const char *text, size_t len, const char *name, YNode **ret, Diag *diag) {
@@ -177,14 +302,22 @@ int ynode_parse_string(const char *text, size_t len, const char *name, YNode **r
                 return -ENOMEM;
         yaml_parser_set_input_string(&parser, (const unsigned char *) text, len);
 
-        while (!done) {
+        while (!done && !b.stop) {
                 yaml_event_t ev;
                 YNode *n = NULL;
+                const unsigned char *tag = NULL;
 
                 if (!yaml_parser_parse(&parser, &ev)) {
                         Mark m = { .file = (char *) name, .line = (unsigned) parser.problem_mark.line + 1,
                                    .column = (unsigned) parser.problem_mark.column + 1 };
-                        if (parser.context)
+                        if (parser.error == YAML_READER_ERROR) {
+                                offset_to_mark(text, len, parser.problem_offset, &m);
+                                if (parser.problem_value >= 0)
+                                        r = diag_add(diag, &m, "invalid character: %s (0x%02X)",
+                                                     parser.problem ?: "unknown", (unsigned) parser.problem_value);
+                                else
+                                        r = diag_add(diag, &m, "invalid character: %s", parser.problem ?: "unknown");
+                        } else if (parser.context)
                                 r = diag_add(diag, &m, "YAML syntax error: %s (%s that starts at line %u, column %u)",
                                              parser.problem, parser.context,
                                              (unsigned) parser.context_mark.line + 1,
@@ -217,6 +350,14 @@ int ynode_parse_string(const char *text, size_t len, const char *name, YNode **r
                         break;
                 }
                 case YAML_SCALAR_EVENT:
+                        tag = ev.data.scalar.tag;
+                        if (tag) {
+                                /* A tag changes a value's type in ways this loader does not
+                                 * model ("!!str 1" vs 1); refuse rather than ignore it. */
+                                r = tag_error(diag, name, &ev.start_mark, (const char *) tag);
+                                done = true;
+                                break;
+                        }
                         n = ynode_new(YNODE_SCALAR, name, &ev.start_mark);
                         if (!n) {
                                 r = -ENOMEM;
@@ -233,6 +374,13 @@ int ynode_parse_string(const char *text, size_t len, const char *name, YNode **r
                         break;
                 case YAML_SEQUENCE_START_EVENT:
                 case YAML_MAPPING_START_EVENT:
+                        tag = ev.type == YAML_SEQUENCE_START_EVENT ? ev.data.sequence_start.tag
+                                                                   : ev.data.mapping_start.tag;
+                        if (tag) {
+                                r = tag_error(diag, name, &ev.start_mark, (const char *) tag);
+                                done = true;
+                                break;
+                        }
                         n = ynode_new(ev.type == YAML_SEQUENCE_START_EVENT ? YNODE_SEQUENCE : YNODE_MAPPING, name,
                                       &ev.start_mark);
                         r = n ? builder_push(&b, n) : -ENOMEM;
@@ -261,40 +409,103 @@ int ynode_parse_string(const char *text, size_t len, const char *name, YNode **r
         return 0;
 }
 
-int ynode_parse_file(const char *path, YNode **ret, Diag *diag) {
-        _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, alloc = 0;
+int ynode_check_owner(const char *path, const struct stat *st, Diag *diag) {
+        mode_t mode = st->st_mode & 07777;
 
-        f = fopen(path, "re");
-        if (!f) {
-                int r = negative_errno();
-                diag_add_file(diag, path, "cannot open: %s", strerror(-r));
+        if (st->st_uid != 0 && st->st_uid != geteuid())
+                return diag_add_file(diag, path, "owned by uid %u, not root, refusing it (mode %04o)",
+                                     (unsigned) st->st_uid, (unsigned) mode) == -ENOMEM ? -ENOMEM : -EPERM;
+        if (mode & (S_IWGRP | S_IWOTH))
+                return diag_add_file(diag, path, "writable by %s (mode %04o), refusing it",
+                                     (mode & S_IWGRP) && (mode & S_IWOTH) ? "group/others"
+                                     : mode & S_IWGRP                      ? "group"
+                                                                           : "others",
+                                     (unsigned) mode) == -ENOMEM ? -ENOMEM : -EPERM;
+        return 0;
+}
+
+/* Why not read_full_file(): it returns a NUL-terminated string without its length
+ * and strips trailing newlines and NULs, so a NUL inside a file would silently cut
+ * the document short instead of being reported at its place; and the ownership
+ * check belongs to the file descriptor actually read (no window between a stat(2)
+ * and the open(2)). The open follows read_full_file()'s rules: O_NONBLOCK (a FIFO
+ * never blocks the open), a regular file only, bounded size. */
+static int read_config_file(const char *path, char **ret, size_t *ret_len, Diag *diag) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, alloc;
+        struct stat st;
+        int r;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                r = negative_errno();
+                diag_add_file(diag, path, "cannot open: %s", file_strerror(r));
                 return r;
         }
+        if (fstat(fd, &st) < 0) {
+                r = negative_errno();
+                diag_add_file(diag, path, "cannot stat: %s", file_strerror(r));
+                return r;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                r = S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
+                diag_add_file(diag, path, "%s", file_strerror(r));
+                return r;
+        }
+        r = ynode_check_owner(path, &st, diag);
+        if (r < 0)
+                return r;
+        if ((uint64_t) st.st_size > YNODE_MAX_FILE_SIZE)
+                goto too_big;
+        alloc = (size_t) st.st_size + 1;
+        buf = malloc(alloc + 1);
+        if (!buf)
+                return -ENOMEM;
         for (;;) {
-                size_t n;
-                if (alloc - len < 4096) {
+                ssize_t n;
+                if (len == alloc) {
+                        /* It grew while being read. */
                         char *nb;
-                        alloc = alloc ? alloc * 2 : 8192;
-                        if (alloc > (16u << 20)) {
-                                diag_add_file(diag, path, "file is larger than 16 MiB");
-                                return -EFBIG;
-                        }
-                        nb = realloc(buf, alloc);
+                        if (alloc > YNODE_MAX_FILE_SIZE)
+                                goto too_big;
+                        alloc = MIN(alloc * 2, (size_t) YNODE_MAX_FILE_SIZE + 1);
+                        nb = realloc(buf, alloc + 1);
                         if (!nb)
                                 return -ENOMEM;
                         buf = nb;
                 }
-                n = fread(buf + len, 1, alloc - len, f);
-                len += n;
-                if (n == 0) {
-                        if (ferror(f)) {
-                                diag_add_file(diag, path, "read error");
-                                return -EIO;
-                        }
-                        break;
+                n = read(fd, buf + len, alloc - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = negative_errno();
+                        diag_add_file(diag, path, "read error: %s", file_strerror(r));
+                        return r;
                 }
+                if (n == 0)
+                        break;
+                len += n;
+                if (len > YNODE_MAX_FILE_SIZE)
+                        goto too_big;
         }
-        return ynode_parse_string(buf ?: "", len, path, ret, diag);
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+too_big:
+        diag_add_file(diag, path, "file is larger than %u KiB (1 MiB), the limit for a configuration file; refusing it",
+                      YNODE_MAX_FILE_SIZE / 1024);
+        return -EFBIG;
+}
+
+int ynode_parse_file(const char *path, YNode **ret, Diag *diag) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r;
+
+        r = read_config_file(path, &buf, &len, diag);
+        if (r < 0)
+                return r;
+        return ynode_parse_string(buf, len, path, ret, diag);
 }

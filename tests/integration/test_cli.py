@@ -39,11 +39,18 @@ class CliTest(unittest.TestCase):
     def json_of(self, *args, expect=0):
         return json.loads(self.run_cli("--json", *args, expect=expect).stdout)
 
-    def write_conf(self, rel, text):
+    def write_conf(self, rel, text, mode=0o644):
         path = os.path.join(self.root, "etc/iotuned", rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        # explicit modes whatever the umask: the loader refuses group/other-writable
+        # configuration files and directories
+        d = os.path.dirname(path)
+        while d.startswith(self.root) and d != self.root:
+            os.chmod(d, 0o755)
+            d = os.path.dirname(d)
         with open(path, "w") as f:
             f.write(text)
+        os.chmod(path, mode)
         return path
 
     @staticmethod
@@ -248,6 +255,41 @@ class CliTest(unittest.TestCase):
         self.assertFalse(doc["valid"])
         self.assertEqual(doc["errors"], [{"file": path, "line": 3, "column": 14,
                                           "message": f"rule '{path}:2' uses unknown profile 'turbo'"}])
+
+    def test_fifo_config_files_are_refused_not_waited_on(self):
+        self.standard_set()
+        for rel in ("iotuned.yaml", "iotuned.yaml.d/50-fifo.yaml", "profiles/fifo.yaml"):
+            path = self.write_conf(rel, "")
+            os.unlink(path)
+            os.mkfifo(path, 0o644)
+            for verb in ("check-config", "plan"):
+                # used to block forever in fopen()
+                p = subprocess.run([IOTUNECTL, "--root", self.root, verb], capture_output=True, text=True,
+                                   timeout=30)
+                self.assertEqual(p.returncode, 3, p.stderr)
+                self.assertIn(f"{path}: not a regular file\n", p.stderr)
+            os.unlink(path)
+
+    def test_writable_config_is_refused(self):
+        self.standard_set()
+        path = self.write_conf("iotuned.yaml.d/50-site.yaml", "rules: []\n", mode=0o666)
+        p = self.run_cli("plan", expect=3)
+        self.assertIn(f"{path}: writable by group/others (mode 0666), refusing it\n", p.stderr)
+        self.assertIn("nothing was applied", p.stderr)
+        os.chmod(path, 0o644)
+        os.chmod(os.path.dirname(path), 0o775)
+        p = self.run_cli("check-config", expect=3)
+        self.assertIn(f"{os.path.dirname(path)}: writable by group (mode 0775), refusing it\n", p.stderr)
+        os.chmod(os.path.dirname(path), 0o755)
+        self.run_cli("check-config")
+
+    def test_unnamed_rule_is_named_by_place(self):
+        path = self.write_conf("iotuned.yaml.d/50-site.yaml",
+                               "rules:\n  - match: { kernel: 'sd*' }\n    exclude: true\n    profile: turbo\n"
+                               "    set: { queue: { nr_requests: 64 } }\n")
+        p = self.run_cli("check-config", expect=3)
+        self.assertNotIn("(null)", p.stderr)
+        self.assertIn(f"{path}:4:14: rule '{path}:2' uses unknown profile 'turbo'", p.stderr)
 
     def test_dropin_rule_and_admin_profile(self):
         self.standard_set()

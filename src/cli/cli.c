@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "fileio.h"
 
 #include "cli.h"
@@ -101,20 +102,20 @@ static DiscoveryFilter filter_from_config(const Config *cfg) {
 static int lookup_error(const char *name, int r) {
         switch (r) {
         case -EISDIR:
-                log_error("%s is a partition; partitions share their disk's queue, tune the disk instead.", name);
+                log_error("%s is a partition; partitions share their disk's queue, tune the disk instead.", esc(name));
                 break;
         case -ENODEV:
         case -ENOENT:
-                log_error("No such block disk: %s (see lsblk -d).", name);
+                log_error("No such block disk: %s (see lsblk -d).", esc(name));
                 break;
         case -ENOTBLK:
-                log_error("%s is not a block device.", name);
+                log_error("%s is not a block device.", esc(name));
                 break;
         case -EINVAL:
-                log_error("Invalid device name '%s': give a kernel name (nvme0n1) or a /dev path.", name);
+                log_error("Invalid device name '%s': give a kernel name (nvme0n1) or a /dev path.", esc(name));
                 break;
         default:
-                log_error_errno(r, "Cannot look up %s: %m", name);
+                log_error_errno(r, "Cannot look up %s: %m", esc(name));
         }
         return EXIT_NO_DEVICE;
 }
@@ -367,8 +368,8 @@ static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *
                 for (size_t j = 0; j < n_outcomes; j++)
                         if (!outcomes[j].seen) {
                                 /* Its disks did not come back: say so, whatever was named. */
-                                log_error("%s (%s): %s; none of its disks is back.", outcomes[j].ctrl,
-                                          outcomes[j].address, outcomes[j].note ?: "rebound");
+                                log_error("%s (%s): %s; none of its disks is back.", esc(outcomes[j].ctrl),
+                                          esc(outcomes[j].address), esc(outcomes[j].note ?: "rebound"));
                                 lost = true;
                         }
         }
@@ -423,7 +424,7 @@ int cli_restore(Cli *c, char **devices) {
         }
         for (char **d = devices; d && *d; d++)
                 if (!strv_contains(names, *d)) {
-                        log_error("No recorded original values for %s in %s.", *d, c->originals_dir);
+                        log_error("No recorded original values for %s in %s.", esc(*d), esc(c->originals_dir));
                         return EXIT_NO_DEVICE;
                 }
 
@@ -436,7 +437,7 @@ int cli_restore(Cli *c, char **devices) {
         print_result(c, "restore", &plan, false, false);
         if (!c->json)
                 for (char **g = gone; g && *g; g++)
-                        printf("%s: gone or replaced since it was tuned; its record was dropped\n", *g);
+                        printf("%s: gone or replaced since it was tuned; its record was dropped\n", esc(*g));
         if (strv_length(devices) == 0 && access(c->modprobe_dropin, F_OK) == 0) {
                 /* The NVMe queue counts are not runtime values: their drop-in goes, and the
                  * driver's defaults come back when it next probes the controllers. */
@@ -457,8 +458,8 @@ static void explain_nvme(const Device *d) {
         const NvmeCtrl *n = d->nvme;
         NvmeQueueMap m;
 
-        printf("  controller:  %s (%s%s%s, %s), NUMA node %d\n", n->name, n->transport ?: "?", n->address ? " " : "",
-               n->address ?: "", n->state ?: "?", n->numa_node);
+        printf("  controller:  %s (%s%s%s, %s), NUMA node %d\n", esc(n->name), esc(n->transport ?: "?"),
+               n->address ? " " : "", esc(n->address ?: ""), esc(n->state ?: "?"), n->numa_node);
         if (n->identified) {
                 printf("    APST:      %s%s; %u power state%s\n", n->apsta ? "supported" : "not supported",
                        n->apsta ? (n->has_pm_qos ? ", driven by the kernel" : ", not driven by the kernel (quirk)") : "",
@@ -467,7 +468,7 @@ static void explain_nvme(const Device *d) {
                         printf("    queues:    %u I/O submission / %u completion queues granted (Get Features 0x07)\n",
                                n->granted_sq, n->granted_cq);
         } else
-                printf("    identify:  %s\n", n->identify_error ?: "not answered");
+                printf("    identify:  %s\n", esc(n->identify_error ?: "not answered"));
         if (n->sqsize)
                 printf("    depth:     %u entries per I/O queue in use (min of CAP.MQES+1 and nvme.io_queue_depth)\n",
                        n->sqsize + 1);
@@ -514,7 +515,7 @@ int cli_explain(Cli *c, const char *name) {
                 r = reconcile_device(dp, &o);
         }
         if (r < 0)
-                return log_error_errno(r, "Cannot plan %s: %m", name), EXIT_FAILED;
+                return log_error_errno(r, "Cannot plan %s: %m", esc(name)), EXIT_FAILED;
         d = dp->device;
 
         if (c->json) {
@@ -525,10 +526,10 @@ int cli_explain(Cli *c, const char *name) {
                 json_object_put(body);
                 rules = json_object_new_array();
         } else {
-                printf("%s  (%s%s%s)\n", d->name, d->transport, d->model ? ", " : "", d->model ?: "");
-                printf("  syspath:     %s\n", d->syspath);
-                printf("  serial:      %s   firmware: %s   wwn: %s\n", d->serial ?: "-", d->firmware ?: "-",
-                       d->wwn ?: "-");
+                printf("%s  (%s%s%s)\n", esc(d->name), esc(d->transport), d->model ? ", " : "", esc(d->model ?: ""));
+                printf("  syspath:     %s\n", esc(d->syspath));
+                printf("  serial:      %s   firmware: %s   wwn: %s\n", esc(d->serial ?: "-"), esc(d->firmware ?: "-"),
+                       esc(d->wwn ?: "-"));
                 printf("  rotational:  %s   size: %" PRIu64 " bytes   NUMA node: %d\n", d->rotational ? "yes" : "no",
                        d->size_bytes, d->numa_node);
                 if (d->has_mq)
@@ -538,11 +539,11 @@ int cli_explain(Cli *c, const char *name) {
                         printf("  queues:      bio-based (no blk-mq queue)%s\n",
                                d->multipath_head ? "; NVMe multipath head: tune its nvmeXcYnZ paths" : "");
                 for (size_t q = 0; q < d->n_queues; q++)
-                        printf("    mq/%u: CPUs %s\n", d->queues[q].index, d->queues[q].cpu_list ?: "(none)");
+                        printf("    mq/%u: CPUs %s\n", d->queues[q].index, esc(d->queues[q].cpu_list ?: "(none)"));
                 if (d->multipath_head_name)
-                        printf("  multipath:   hidden path of %s\n", d->multipath_head_name);
+                        printf("  multipath:   hidden path of %s\n", esc(d->multipath_head_name));
                 if (d->nqn)
-                        printf("  NQN:         %s\n", d->nqn);
+                        printf("  NQN:         %s\n", esc(d->nqn));
                 if (d->nvme)
                         explain_nvme(d);
                 printf("\nRules, in the order they are tried:\n");
@@ -561,8 +562,8 @@ int cli_explain(Cli *c, const char *name) {
                                 json_object_object_add(e, "origin", output_mark_json(&rule->mark));
                                 json_object_array_add(rules, e);
                         } else
-                                printf("  %-5s %s (%s:%u): %s\n", m ? "MATCH" : "no", rule->name, rule->mark.file,
-                                       rule->mark.line, why ?: "");
+                                printf("  %-5s %s (%s:%u): %s\n", m ? "MATCH" : "no", esc(rule->name), esc(rule->mark.file),
+                                       rule->mark.line, esc(why ?: ""));
                         if (m)
                                 break;
                 }
@@ -577,25 +578,26 @@ int cli_explain(Cli *c, const char *name) {
         if (streq(dp->rule, "IOTUNED_PROFILE"))
                 printf("  (skipped: the udev property IOTUNED_PROFILE pins the profile)\n");
         if (dp->excluded) {
-                printf("\nResult: excluded by rule %s; iotuned leaves %s alone.\n", dp->rule, d->name);
+                printf("\nResult: excluded by rule %s; iotuned leaves %s alone.\n", esc(dp->rule), esc(d->name));
                 return EXIT_OK;
         }
         if (dp->error) {
-                printf("\nResult: %s\n", dp->error);
+                printf("\nResult: %s\n", esc(dp->error));
                 return EXIT_FAILED;
         }
-        printf("\nResult: profile %s (rule %s: %s)\n", dp->profile, dp->rule, dp->reason ?: "");
+        printf("\nResult: profile %s (rule %s: %s)\n", esc(dp->profile), esc(dp->rule), esc(dp->reason ?: ""));
         printf("IRQ placement: %s%s%s%s\n\n", irq_placement_to_string(dp->irq_placement),
                dp->keep_irqbalance_away ? ", irqbalance kept away from pinned vectors" : "",
-               dp->irq_note ? "; " : "", dp->irq_note ?: "");
+               dp->irq_note ? "; " : "", esc(dp->irq_note ?: ""));
         printf("  %-26s %-12s %-12s %-13s %s\n", "KNOB", "DESIRED", "CURRENT", "STATE", "FROM");
         for (size_t k = 0; k < dp->n_settings; k++) {
                 const Setting *s = &dp->settings[k];
                 char lb[128];
                 printf("  %-26s %-12s %-12s %-13s %s:%u:%u%s%s\n", output_setting_label(s, lb, sizeof(lb)),
-                       s->effective ?: s->desired,
-                       s->observed ?: "-", s->state == STATE_CHANGED ? "would-change" : setting_state_to_string(s->state),
-                       s->origin.file ?: "-", s->origin.line, s->origin.column, s->note ? "  # " : "", s->note ?: "");
+                       esc(s->effective ?: s->desired),
+                       esc(s->observed ?: "-"), s->state == STATE_CHANGED ? "would-change" : setting_state_to_string(s->state),
+                       esc(s->origin.file ?: "-"), s->origin.line, s->origin.column, s->note ? "  # " : "",
+                       esc(s->note ?: ""));
         }
         return EXIT_OK;
 }
@@ -666,7 +668,8 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
                 printf("%-16s %-12s %-44s %s\n", "PROFILE", "EXTENDS", "FILE", "DESCRIPTION");
                 for (size_t i = 0; i < cfg->n_profiles; i++) {
                         p = cfg->profiles[i];
-                        printf("%-16s %-12s %-44s %s\n", p->name, p->extends ?: "-", p->path, p->description ?: "");
+                        printf("%-16s %-12s %-44s %s\n", esc(p->name), esc(p->extends ?: "-"), esc(p->path),
+                               esc(p->description ?: ""));
                 }
                 return EXIT_OK;
         }
@@ -674,7 +677,7 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
         /* show NAME */
         p = config_find_profile(cfg, name);
         if (!p) {
-                log_error("No profile named '%s' (iotunectl profiles list).", name);
+                log_error("No profile named '%s' (iotunectl profiles list).", esc(name));
                 return EXIT_NO_DEVICE;
         }
         if (c->json) {
@@ -686,9 +689,9 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
                 json_object_put(j);
                 return EXIT_OK;
         }
-        printf("# %s: %s\n# file: %s\n", p->name, p->description ?: "", p->path);
+        printf("# %s: %s\n# file: %s\n", esc(p->name), esc(p->description ?: ""), esc(p->path));
         if (p->extends)
-                printf("# extends: %s\n", p->extends);
+                printf("# extends: %s\n", esc(p->extends));
         for (const char *const *sec = (const char *const[]) { "queue", "nvme", NULL }; *sec; sec++) {
                 bool header = false;
                 for (size_t k = 0; k < _KNOB_MAX; k++) {
@@ -697,22 +700,22 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
                         if (!header)
                                 printf("%s:\n", *sec);
                         header = true;
-                        printf("  %-15s %-10s # %s:%u:%u\n", knob_table[k].name, p->resolved[k].value,
-                               p->resolved[k].origin.file, p->resolved[k].origin.line, p->resolved[k].origin.column);
+                        printf("  %-15s %-10s # %s:%u:%u\n", knob_table[k].name, esc(p->resolved[k].value),
+                               esc(p->resolved[k].origin.file), p->resolved[k].origin.line, p->resolved[k].origin.column);
                 }
                 if (streq(*sec, "nvme") && p->nvme_apply_resolved.value)
                         printf("%s  %-15s %-10s # %s:%u:%u\n", header ? "" : "nvme:\n", "apply",
-                               p->nvme_apply_resolved.value, p->nvme_apply_resolved.origin.file,
+                               esc(p->nvme_apply_resolved.value), esc(p->nvme_apply_resolved.origin.file),
                                p->nvme_apply_resolved.origin.line, p->nvme_apply_resolved.origin.column);
         }
         if (p->irq_resolved.placement != IRQ_PLACEMENT_UNSET || p->irq_resolved.keep_irqbalance_away >= 0) {
                 printf("irq:\n");
                 if (p->irq_resolved.placement != IRQ_PLACEMENT_UNSET)
                         printf("  %-15s %-10s # %s:%u:%u\n", "placement",
-                               irq_placement_to_string(p->irq_resolved.placement), p->irq_resolved.origin.file ?: "-",
+                               irq_placement_to_string(p->irq_resolved.placement), esc(p->irq_resolved.origin.file ?: "-"),
                                p->irq_resolved.origin.line, p->irq_resolved.origin.column);
                 if (p->irq_resolved.cpus)
-                        printf("  %-15s \"%s\"\n", "cpus", p->irq_resolved.cpus);
+                        printf("  %-15s \"%s\"\n", "cpus", esc(p->irq_resolved.cpus));
                 if (p->irq_resolved.keep_irqbalance_away >= 0)
                         printf("  %-15s %s\n", "keep_irqbalance_away",
                                p->irq_resolved.keep_irqbalance_away ? "true" : "false");
@@ -758,12 +761,12 @@ int cli_check_config(Cli *c) {
         if (ex != EXIT_OK || c->quiet)
                 return ex;
         printf("Configuration is valid: %zu rule%s, %zu profile%s, default profile %s.\n", cfg->n_rules,
-               cfg->n_rules == 1 ? "" : "s", cfg->n_profiles, cfg->n_profiles == 1 ? "" : "s", cfg->default_profile);
+               cfg->n_rules == 1 ? "" : "s", cfg->n_profiles, cfg->n_profiles == 1 ? "" : "s", esc(cfg->default_profile));
         printf("Files, in the order they were read:\n");
         for (char **f = cfg->files; f && *f; f++)
-                printf("  %s\n", *f);
+                printf("  %s\n", esc(*f));
         for (char **f = cfg->masked; f && *f; f++)
-                printf("  %s (masked)\n", *f);
+                printf("  %s (masked)\n", esc(*f));
         return EXIT_OK;
 }
 

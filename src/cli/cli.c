@@ -15,6 +15,7 @@
 #include "originals.h"
 #include "reconcile.h"
 #include "restore.h"
+#include "status.h"
 #include "util.h"
 
 int cli_init(Cli *c) {
@@ -771,156 +772,118 @@ int cli_check_config(Cli *c) {
 }
 
 /* The daemon's view, from the state file it rewrites atomically on every change. */
-static const char *jstr(json_object *o, const char *key) {
-        json_object *v = NULL;
-        return json_object_object_get_ex(o, key, &v) && !json_object_is_type(v, json_type_null)
-                       ? json_object_get_string(v)
-                       : NULL;
-}
 
 /* One line per NVMe controller behind the tuned disks: identity, queue maps, APST. */
-static void status_nvme_controllers(json_object *devs) {
+static void status_nvme_controllers(const Status *st) {
         _cleanup_strv_free_ char **seen = NULL;
-        for (size_t i = 0; i < json_object_array_length(devs); i++) {
-                json_object *facts = NULL, *n = NULL, *maps = NULL, *v;
-                const char *name;
-                json_object_object_get_ex(json_object_array_get_idx(devs, i), "facts", &facts);
-                if (!facts || !json_object_object_get_ex(facts, "nvme", &n) || json_object_is_type(n, json_type_null))
-                        continue;
-                name = jstr(n, "controller");
-                if (!name || strv_contains(seen, name) || strv_extend(&seen, name) < 0)
+        for (size_t i = 0; i < st->n_devices; i++) {
+                const StatusNvme *n = st->devices[i].nvme;
+                if (!n || !n->controller || strv_contains(seen, n->controller) || strv_extend(&seen, n->controller) < 0)
                         continue;
                 if (strv_length(seen) == 1)
                         printf("\nNVMe controllers:\n");
-                printf("  %-8s %s, %s, firmware %s", name, jstr(n, "address") ?: jstr(n, "transport") ?: "?",
-                       jstr(n, "model") ?: "?", jstr(n, "firmware") ?: "?");
-                if (json_object_object_get_ex(n, "queue_maps", &maps) && !json_object_is_type(maps, json_type_null))
-                        printf("; queues %s default, %s read, %s poll", jstr(maps, "default"), jstr(maps, "read"),
-                               jstr(maps, "poll"));
-                if (json_object_object_get_ex(n, "apst_supported", &v) && !json_object_is_type(v, json_type_null))
-                        printf("; APST %s", json_object_get_boolean(v) ? "supported" : "not supported");
+                printf("  %-8s %s, %s, firmware %s", esc(n->controller), esc(n->address ?: n->transport ?: "?"),
+                       esc(n->model ?: "?"), esc(n->firmware ?: "?"));
+                if (n->has_maps)
+                        printf("; queues %u default, %u read, %u poll", n->maps_default, n->maps_read, n->maps_poll);
+                if (n->apst_supported >= 0)
+                        printf("; APST %s", n->apst_supported ? "supported" : "not supported");
                 printf("\n");
         }
 }
 
 int cli_status(Cli *c) {
         const char *root = c->root && !streq(c->root, "/") ? c->root : "";
-        _cleanup_free_ char *path = NULL, *text = NULL;
-        json_object *j, *daemon, *devs, *v;
-        int pid = 0, r, ex = EXIT_OK;
+        _cleanup_free_ char *path = NULL, *text = NULL, *error = NULL;
+        Status st = {};
+        int r, ex = EXIT_OK;
 
         if (asprintf_safe(&path, "%s%s/status.json", root, IOTUNED_RUN_DIR) < 0)
                 return log_oom(), EXIT_FAILED;
-        r = read_full_file(path, 64u << 20, &text);
+        /* Untrusted: not a link, a regular file (a FIFO would block), bounded. */
+        r = read_regular_file(path, STATUS_FILE_MAX, &text);
         if (r == -ENOENT) {
-                log_error("iotuned is not running (no %s). 'iotunectl plan' shows what it would do.", path);
+                log_error("iotuned is not running (no %s). 'iotunectl plan' shows what it would do.", esc(path));
                 return EXIT_NOT_RUNNING;
         }
         if (r < 0)
-                return log_error_errno(r, "Cannot read %s: %m", path), EXIT_FAILED;
-        j = json_tokener_parse(text);
-        if (!j || !json_object_object_get_ex(j, "daemon", &daemon) || !json_object_object_get_ex(j, "devices", &devs)) {
-                json_object_put(j);
-                log_error("%s is not an iotuned status file.", path);
-                return EXIT_FAILED;
-        }
-        if (json_object_object_get_ex(daemon, "pid", &v))
-                pid = json_object_get_int(v);
-        if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH)) {
-                log_error("iotuned is not running (%s is left over from pid %d).", path, pid);
-                json_object_put(j);
+                return log_error("Cannot read %s: %s", esc(path), file_strerror(r)), EXIT_FAILED;
+        r = status_parse(text, &st, &error);
+        if (r == -ENOMEM)
+                return log_oom(), EXIT_FAILED;
+        if (r < 0)
+                return log_error("%s: %s", esc(path), esc(error)), EXIT_FAILED;
+        if (st.pid <= 0 || (kill(st.pid, 0) < 0 && errno == ESRCH)) {
+                log_error("iotuned is not running (%s is left over from pid %d).", esc(path), st.pid);
+                status_done(&st);
                 return EXIT_NOT_RUNNING;
         }
 
-        for (size_t i = 0; i < json_object_array_length(devs); i++) {
-                json_object *d = json_object_array_get_idx(devs, i), *settings, *st;
-                if (json_object_object_get_ex(d, "error", &v) && !json_object_is_type(v, json_type_null))
+        for (size_t i = 0; i < st.n_devices; i++) {
+                const StatusDevice *d = &st.devices[i];
+                if (d->error)
                         ex = EXIT_FAILED;
-                if (!json_object_object_get_ex(d, "settings", &settings))
-                        continue;
-                for (size_t k = 0; k < json_object_array_length(settings); k++)
-                        if (json_object_object_get_ex(json_object_array_get_idx(settings, k), "state", &st)) {
-                                const char *state = json_object_get_string(st);
-                                if (streq(state, "failed"))
-                                        ex = EXIT_FAILED;
-                                else if (streq(state, "drifted") && ex == EXIT_OK)
-                                        ex = EXIT_DRIFT;
-                        }
+                for (size_t k = 0; k < d->n_settings; k++)
+                        if (streq(d->settings[k].state, "failed"))
+                                ex = EXIT_FAILED;
+                        else if (streq(d->settings[k].state, "drifted") && ex == EXIT_OK)
+                                ex = EXIT_DRIFT;
         }
 
         if (c->json) {
-                output_json_print(j);
-                json_object_put(j);
+                output_json_print(st.root);
+                status_done(&st);
                 return ex;
         }
 
-        printf("iotuned is running (pid %d): %zu device%s", pid, json_object_array_length(devs),
-               json_object_array_length(devs) == 1 ? "" : "s");
-        if (json_object_object_get_ex(daemon, "drifts_corrected", &v))
-                printf(", %d drift%s corrected", json_object_get_int(v), json_object_get_int(v) == 1 ? "" : "s");
-        if (json_object_object_get_ex(daemon, "conflicts", &v) && json_object_get_int(v))
-                printf(", %d conflict%s", json_object_get_int(v), json_object_get_int(v) == 1 ? "" : "s");
-        {
-                json_object *ib = json_object_object_get(daemon, "irqbalance"), *st;
-                if (ib && json_object_object_get_ex(ib, "state", &st) && st)
-                        printf("\nirqbalance: %s", json_object_get_string(st));
-        }
+        printf("iotuned is running (pid %d): %zu device%s", st.pid, st.n_devices, st.n_devices == 1 ? "" : "s");
+        if (st.has_drifts_corrected)
+                printf(", %u drift%s corrected", st.drifts_corrected, st.drifts_corrected == 1 ? "" : "s");
+        if (st.conflicts)
+                printf(", %u conflict%s", st.conflicts, st.conflicts == 1 ? "" : "s");
+        if (st.irqbalance_state)
+                printf("\nirqbalance: %s", esc(st.irqbalance_state));
         printf("\n\n%-12s %-12s %-16s %-40s %s\n", "DEVICE", "PROFILE", "RULE", "SETTINGS", "DRIFTS");
-        for (size_t i = 0; i < json_object_array_length(devs); i++) {
-                json_object *d = json_object_array_get_idx(devs, i), *settings = NULL, *f;
-                unsigned counts[_STATE_MAX] = {}, drifts = 0;
+        for (size_t i = 0; i < st.n_devices; i++) {
+                const StatusDevice *d = &st.devices[i];
+                unsigned counts[_STATE_MAX] = {};
+                uint64_t drifts = 0;
                 char summary[256] = "";
                 size_t off = 0;
 
-                json_object_object_get_ex(d, "settings", &settings);
-                for (size_t k = 0; settings && k < json_object_array_length(settings); k++) {
-                        json_object *e = json_object_array_get_idx(settings, k);
-                        const char *state = json_object_object_get_ex(e, "state", &f) ? json_object_get_string(f) : "";
+                for (size_t k = 0; k < d->n_settings; k++) {
+                        const StatusSetting *e = &d->settings[k];
                         for (size_t s = 0; s < _STATE_MAX; s++)
-                                if (streq(state, setting_state_to_string(s)))
+                                if (streq(e->state, setting_state_to_string(s)))
                                         /* a value the daemon wrote and that holds is simply ok */
                                         counts[s == STATE_CHANGED ? STATE_OK : s]++;
-                        if (json_object_object_get_ex(e, "drifts", &f))
-                                drifts += (unsigned) json_object_get_int(f);
+                        drifts += e->drifts;
                 }
                 for (size_t s = 0; s < _STATE_MAX; s++)
                         if (counts[s] && off < sizeof(summary))
                                 off += snprintf(summary + off, sizeof(summary) - off, "%s%u %s", off ? ", " : "",
                                                 counts[s], setting_state_to_string(s));
-                json_object_object_get_ex(d, "excluded", &f);
-                if (f && json_object_get_boolean(f))
+                if (d->excluded)
                         snprintf(summary, sizeof(summary), "excluded");
-                json_object_object_get_ex(d, "error", &f);
-                if (f && !json_object_is_type(f, json_type_null))
-                        snprintf(summary, sizeof(summary), "%s", json_object_get_string(f));
-                json_object *prof = json_object_object_get(d, "profile"), *rule = json_object_object_get(d, "rule");
-                printf("%-12s %-12s %-16s %-40s %u\n", json_object_get_string(json_object_object_get(d, "device")),
-                       prof ? json_object_get_string(prof) : "-", rule ? json_object_get_string(rule) : "-", summary,
-                       drifts);
+                if (d->error)
+                        str_escape_buf(d->error, summary, sizeof(summary));
+                printf("%-12s %-12s %-16s %-40s %" PRIu64 "\n", esc(d->device), esc(d->profile ?: "-"),
+                       esc(d->rule ?: "-"), summary, drifts);
         }
-        status_nvme_controllers(devs);
+        status_nvme_controllers(&st);
         /* Anything not as desired, spelled out. */
-        for (size_t i = 0; i < json_object_array_length(devs); i++) {
-                json_object *d = json_object_array_get_idx(devs, i), *settings = NULL, *f;
-                json_object_object_get_ex(d, "settings", &settings);
-                for (size_t k = 0; settings && k < json_object_array_length(settings); k++) {
-                        json_object *e = json_object_array_get_idx(settings, k);
-                        const char *state = json_object_get_string(json_object_object_get(e, "state"));
-                        const char *note;
-                        if (!state || streq(state, "ok") || streq(state, "changed") || streq(state, "unsupported") ||
-                            streq(state, "managed"))
+        for (size_t i = 0; i < st.n_devices; i++) {
+                const StatusDevice *d = &st.devices[i];
+                for (size_t k = 0; k < d->n_settings; k++) {
+                        const StatusSetting *e = &d->settings[k];
+                        if (streq(e->state, "ok") || streq(e->state, "changed") || streq(e->state, "unsupported") ||
+                            streq(e->state, "managed"))
                                 continue;
-                        f = json_object_object_get(e, "note");
-                        note = f ? json_object_get_string(f) : NULL;
-                        json_object *obj = json_object_object_get(e, "object");
-                        printf("  %s %s: %s (desired %s, observed %s)%s%s\n",
-                               json_object_get_string(json_object_object_get(d, "device")),
-                               json_object_get_string(obj ?: json_object_object_get(e, "knob")), state,
-                               json_object_get_string(json_object_object_get(e, "effective")),
-                               json_object_get_string(json_object_object_get(e, "observed")), note ? ": " : "",
-                               note ?: "");
+                        printf("  %s %s: %s (desired %s, observed %s)%s%s\n", esc(d->device), esc(e->object ?: e->knob),
+                               esc(e->state), esc(e->effective ?: "-"), esc(e->observed ?: "-"), e->note ? ": " : "",
+                               esc(e->note ?: ""));
                 }
         }
-        json_object_put(j);
+        status_done(&st);
         return ex;
 }

@@ -2,12 +2,14 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <glob.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "device.h"
 #include "fileio.h"
+#include "log.h"
 #include "util.h"
 
 Device *device_free(Device *d) {
@@ -288,8 +290,15 @@ int device_probe(struct udev_device *u, Device **ret) {
                 d->diskseq = NULL;
         if (read_attr_at(d->syspath, "size", &v) == 0) {
                 uint64_t sectors;
-                if (safe_atou64(strstrip(v), &sectors) == 0)
-                        d->size_bytes = sectors * 512; /* always 512-byte units (block/genhd.c) */
+                /* Always 512-byte units (block/genhd.c); the kernel keeps a size in bytes
+                 * within LLONG_MAX, so a count whose byte size would not fit 64 bits is
+                 * not a real one: the size stays unknown (0) rather than wrapping. */
+                if (safe_atou64(strstrip(v), &sectors) == 0) {
+                        if (__builtin_mul_overflow(sectors, UINT64_C(512), &d->size_bytes)) {
+                                log_debug("%s: size of %" PRIu64 " sectors overflows, ignored.", d->name, sectors);
+                                d->size_bytes = 0;
+                        }
+                }
         }
         d->rotational = read_uint_attr(d->syspath, "queue/rotational") == 1;
         d->max_hw_sectors_kb = read_uint_attr(d->syspath, "queue/max_hw_sectors_kb");

@@ -15,6 +15,23 @@ static bool device_plan_failed(const DevicePlan *p) {
         return false;
 }
 
+static int corrupt_record_plan(const char *dir, Device *d, int error, DevicePlan **ret) {
+        char *none[_KNOB_MAX] = {};
+        _cleanup_free_ char *p = originals_record_path(dir, d->name);
+        DevicePlan *dp = NULL;
+        int r;
+
+        r = plan_device_from_values(d, "original", none, NULL, NULL, &dp);
+        if (r < 0)
+                return r;
+        if (asprintf_safe(&dp->error, "cannot restore from %s: %s", p ?: dir, originals_strerror(error)) < 0) {
+                device_plan_free(dp);
+                return -ENOMEM;
+        }
+        *ret = dp;
+        return 0;
+}
+
 int restore_originals(struct udev *udev, const char *dir, const char *proc_root, char *const *only, Plan *ret,
                       char ***ret_gone) {
         _cleanup_strv_free_ char **names = NULL, **gone = NULL;
@@ -39,7 +56,16 @@ int restore_originals(struct udev *udev, const char *dir, const char *proc_root,
                 r = device_lookup(udev, *n, &d);
                 if (r >= 0) {
                         r = originals_load(dir, d, values, &irqs);
-                        if (r == -ESTALE || r == -EBADMSG || r == -ENOENT)
+                        if (r == -EBADMSG || r == -ELOOP || r == -EBADFD || r == -EFBIG || r == -EISDIR) {
+                                /* Not a record that can be trusted: its disk's row fails and
+                                 * the file stays for a person to look at. */
+                                r = corrupt_record_plan(dir, d, r, &plan.devices[plan.n]);
+                                if (r < 0)
+                                        goto oom;
+                                plan.n++;
+                                continue;
+                        }
+                        if (r == -ESTALE || r == -ENOENT)
                                 d = device_free(d);
                 }
                 if (!d) {

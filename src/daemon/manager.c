@@ -138,7 +138,7 @@ static void manager_write_status(Manager *m) {
         }
         json_object_object_add(j, "daemon", d);
         text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-        r = write_file_atomic(m->status_path, text, strlen(text));
+        r = write_file_atomic_full(m->status_path, text, strlen(text), WRITE_FILE_EXCL_TEMP);
         if (r < 0)
                 log_warning_errno(r, "Cannot write %s: %m", m->status_path);
         json_object_put(j);

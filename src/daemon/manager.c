@@ -151,9 +151,21 @@ static void manager_write_status(Manager *m) {
                         .reload_failures = m->reload_failures,
                         .last_reconcile_usec = m->last_check_usec ?: now_usec(CLOCK_REALTIME),
                 };
-                if (asprintf_safe(&path, "%s%s", m->root, m->config->metrics_textfile) >= 0 &&
-                    (r = metrics_write(path, m->config, &m->plan, &mc)) < 0)
-                        log_warning_errno(r, "Cannot write the metrics textfile %s: %m", path);
+                /* A refusal is said once, until it changes or the file is written again. */
+                static char *last_refusal = NULL;
+                _cleanup_free_ char *reason = NULL;
+                if (asprintf_safe(&path, "%s%s", m->root, m->config->metrics_textfile) >= 0) {
+                        r = metrics_write(path, m->config, &m->plan, &mc, &reason);
+                        if (r >= 0) {
+                                free(last_refusal);
+                                last_refusal = NULL;
+                        } else if (reason && !streq_ptr(reason, last_refusal)) {
+                                log_error("Not writing the metrics textfile %s: %s", path, reason);
+                                free(last_refusal);
+                                last_refusal = TAKE_PTR(reason);
+                        } else if (!reason)
+                                log_warning_errno(r, "Cannot write the metrics textfile %s: %m", path);
+                }
         }
 }
 

@@ -102,7 +102,7 @@ static int write_failure_note(Setting *s, const char *value, int r) {
                 set_state(s, STATE_FAILED, r, "kernel has no scheduler '%s' (not built in, no %s-iosched module)",
                           value, value);
         else
-                set_state(s, STATE_FAILED, r, "writing '%s' failed: %m", value);
+                set_state(s, STATE_FAILED, r, "writing '%s' failed: %s", value, file_strerror(r));
         return 0;
 }
 
@@ -189,7 +189,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                 for (size_t i = 0; i < _KNOB_MAX; i++)
                         dropin[i] = -1;
         if (r < 0) {
-                set_state(s, STATE_FAILED, r, "cannot read %s: %m", o->modprobe_dropin);
+                set_state(s, STATE_FAILED, r, "cannot read %s: %s", o->modprobe_dropin, file_strerror(r));
                 return 0;
         }
 
@@ -386,7 +386,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         continue;
                 }
                 if (r < 0) {
-                        set_state(s, STATE_FAILED, r, "cannot read %s: %m", k->attr);
+                        set_state(s, STATE_FAILED, r, "cannot read %s: %s", k->attr, file_strerror(r));
                         continue;
                 }
 

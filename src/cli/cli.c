@@ -15,29 +15,40 @@
 #include "originals.h"
 #include "reconcile.h"
 #include "restore.h"
+#include "rootfs.h"
 #include "status.h"
 #include "util.h"
 
 int cli_init(Cli *c) {
-        const char *root = c->root && !streq(c->root, "/") ? c->root : "";
-
+        const char *root = root_is_set(c->root) ? c->root : "";
         _cleanup_free_ char *interrupts = NULL;
         int r;
 
-        if (asprintf_safe(&c->originals_dir, "%s%s/originals", root, IOTUNED_RUN_DIR) < 0 ||
-            asprintf_safe(&c->modprobe_dropin, "%s%s", root, NVME_MODPROBE_DROPIN) < 0 ||
-            !(c->proc_root = strdup(root)) || asprintf_safe(&interrupts, "%s/proc/interrupts", root) < 0)
+        /* Under --root, the paths iotunectl writes are resolved inside the root now
+         * (a link in the tree never leads out of it), what it reads when read. */
+        r = root_resolve(c->root, IOTUNED_RUN_DIR "/originals", &c->originals_dir);
+        if (r >= 0)
+                r = root_resolve(c->root, NVME_MODPROBE_DROPIN, &c->modprobe_dropin);
+        if (r == -ENOMEM || !(c->proc_root = strdup(root)))
                 return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "Cannot resolve %s and %s inside %s: %m", IOTUNED_RUN_DIR,
+                                       NVME_MODPROBE_DROPIN, esc(c->root));
         c->udev = udev_new();
         if (!c->udev)
                 return log_error_errno(ENOMEM, "Cannot create a udev context.");
         r = topology_load(&c->topology);
         if (r < 0)
                 return log_error_errno(r, "Cannot read the CPU topology: %m");
-        /* Without /proc/interrupts vectors are still found (msi_irqs), just unnamed. */
-        r = irq_table_load(interrupts, &c->irqs);
-        if (r < 0)
-                log_debug_errno(r, "Cannot read %s: %m", interrupts);
+        /* Without /proc/interrupts vectors are still found (msi_irqs), just unnamed;
+         * one that is not a regular file (a FIFO would block) is worth a word. */
+        r = root_read_file(c->root, "/proc/interrupts", IRQ_TABLE_FILE_MAX, &interrupts);
+        if (r >= 0)
+                r = irq_table_parse(interrupts, &c->irqs);
+        if (r == -ENOENT)
+                log_debug_errno(r, "Cannot read %s/proc/interrupts: %m", esc(root));
+        else if (r < 0)
+                log_warning("Cannot read %s/proc/interrupts: %s; vectors are not named.", esc(root), file_strerror(r));
         c->ctx = (PlanContext) { .topology = &c->topology, .irqs = &c->irqs, .proc_root = c->proc_root };
         return 0;
 }
@@ -325,6 +336,8 @@ static int plan_and_reconcile(Cli *c, const Config *cfg, char **devices, Reconci
                 return ex;
         r = plan_named(c, cfg, devices, &devs, ret, targets);
         if (r >= 0)
+                r = plan_confine_to_root(ret, c->root);
+        if (r >= 0)
                 r = reconcile_plan(ret, &o);
         if (r < 0) {
                 plan_done(ret);
@@ -513,7 +526,9 @@ int cli_explain(Cli *c, const char *name) {
                 pl.devices[0] = NULL;
                 pl.n = 0;
                 plan_done(&pl);
-                r = reconcile_device(dp, &o);
+                r = device_plan_confine_to_root(dp, c->root);
+                if (r >= 0)
+                        r = reconcile_device(dp, &o);
         }
         if (r < 0)
                 return log_error_errno(r, "Cannot plan %s: %m", esc(name)), EXIT_FAILED;
@@ -800,8 +815,9 @@ int cli_status(Cli *c) {
 
         if (asprintf_safe(&path, "%s%s/status.json", root, IOTUNED_RUN_DIR) < 0)
                 return log_oom(), EXIT_FAILED;
-        /* Untrusted: not a link, a regular file (a FIFO would block), bounded. */
-        r = read_regular_file(path, STATUS_FILE_MAX, &text);
+        /* Untrusted: not a link, a regular file (a FIFO would block), bounded, and
+         * under --root found inside the root. */
+        r = root_read_regular_file(c->root, IOTUNED_RUN_DIR "/status.json", STATUS_FILE_MAX, &text);
         if (r == -ENOENT) {
                 log_error("iotuned is not running (no %s). 'iotunectl plan' shows what it would do.", esc(path));
                 return EXIT_NOT_RUNNING;

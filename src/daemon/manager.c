@@ -14,6 +14,7 @@
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
+#include "rootfs.h"
 #include "nvme-apply.h"
 #include "originals.h"
 #include "reconcile.h"
@@ -87,11 +88,12 @@ int manager_new(const char *root, const char *config_dir, Manager **ret) {
         m->root = strdup(root && !streq(root, "/") ? root : "");
         if (!m->root)
                 return -ENOMEM;
-        if (asprintf_safe(&m->originals_dir, "%s%s/originals", m->root, IOTUNED_RUN_DIR) < 0 ||
-            asprintf_safe(&m->modprobe_dropin, "%s%s", m->root, NVME_MODPROBE_DROPIN) < 0 ||
-            asprintf_safe(&m->status_path, "%s%s/status.json", m->root, IOTUNED_RUN_DIR) < 0 ||
-            asprintf_safe(&m->bans_path, "%s%s/%s", m->root, IOTUNED_RUN_DIR, IRQBALANCE_BANS_RECORD) < 0)
-                return -ENOMEM;
+        /* Under --root: resolved inside the root (rootfs.h). */
+        if ((r = root_resolve(root, IOTUNED_RUN_DIR "/originals", &m->originals_dir)) < 0 ||
+            (r = root_resolve(root, NVME_MODPROBE_DROPIN, &m->modprobe_dropin)) < 0 ||
+            (r = root_resolve(root, IOTUNED_RUN_DIR "/status.json", &m->status_path)) < 0 ||
+            (r = root_resolve(root, IOTUNED_RUN_DIR "/" IRQBALANCE_BANS_RECORD, &m->bans_path)) < 0)
+                return r;
         r = config_paths_default(m->root, config_dir, &m->paths);
         if (r < 0)
                 return r;
@@ -793,12 +795,16 @@ static DiscoveryFilter manager_filter(const Manager *m) {
 
 /* Vectors come and go with devices: re-read /proc/interrupts before planning. */
 static void manager_refresh_irqs(Manager *m) {
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *text = NULL;
         IrqTable t = {};
-        if (asprintf_safe(&path, "%s/proc/interrupts", m->root) < 0)
-                return;
-        if (irq_table_load(path, &t) < 0)
+        int r = root_read_file(m->root, "/proc/interrupts", IRQ_TABLE_FILE_MAX, &text);
+        if (r >= 0)
+                r = irq_table_parse(text, &t);
+        if (r < 0) {
+                if (r != -ENOENT)
+                        log_debug("Cannot read %s/proc/interrupts: %s", m->root, file_strerror(r));
                 return; /* keep the previous names */
+        }
         irq_table_done(&m->irqs);
         m->irqs = t;
 }

@@ -153,7 +153,21 @@ int root_open(const char *root, const char *path, int flags, mode_t mode) {
                 return fd;
         /* The kernel has no openat2 (before 5.6): resolve by hand, then open what
          * that found without following a link planted since. */
-        r = resolve_by_hand(rootfd, path, &rel, (flags & O_CREAT) ? &missing : NULL);
+        if (flags & O_NOFOLLOW) {
+                /* The last component itself must not be a link: resolve its directory. */
+                _cleanup_free_ char *dir = strdup(path);
+                char *slash = dir ? strrchr(dir, '/') : NULL;
+                if (!dir)
+                        return -ENOMEM;
+                if (!slash || !slash[1] || streq(slash + 1, ".") || streq(slash + 1, ".."))
+                        return -EINVAL;
+                missing = strdup(slash + 1);
+                *slash = 0;
+                if (!missing)
+                        return -ENOMEM;
+                r = resolve_by_hand(rootfd, dir, &rel, NULL);
+        } else
+                r = resolve_by_hand(rootfd, path, &rel, (flags & O_CREAT) ? &missing : NULL);
         if (r < 0)
                 return r;
         if (missing && strchr(missing, '/'))
@@ -164,20 +178,30 @@ int root_open(const char *root, const char *path, int flags, mode_t mode) {
         return fd < 0 ? negative_errno() : fd;
 }
 
-int root_read_file(const char *root, const char *path, size_t max, char **ret) {
+static int read_in_root(const char *root, const char *path, size_t max, int extra_flags, char **ret) {
         _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *proc = NULL;
+        char proc[64];
 
-        if (!root_is_set(root))
-                return read_full_file(path, max, ret);
         /* O_NONBLOCK: a FIFO without a writer does not block the open. */
-        fd = root_open(root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+        fd = root_open(root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | extra_flags, 0);
         if (fd < 0)
                 return fd;
-        /* The checks and the bounded read are fileio's, on this very file. */
-        if (asprintf_safe(&proc, "/proc/self/fd/%d", fd) < 0)
-                return -ENOMEM;
+        /* The checks and the bounded read are fileio's, on this very file (reopened
+         * through its descriptor, so nothing is resolved again). */
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
         return read_full_file(proc, max, ret);
+}
+
+int root_read_file(const char *root, const char *path, size_t max, char **ret) {
+        if (!root_is_set(root))
+                return read_full_file(path, max, ret);
+        return read_in_root(root, path, max, 0, ret);
+}
+
+int root_read_regular_file(const char *root, const char *path, size_t max, char **ret) {
+        if (!root_is_set(root))
+                return read_regular_file(path, max, ret);
+        return read_in_root(root, path, max, O_NOFOLLOW, ret);
 }
 
 /* The host path of an O_PATH fd. */

@@ -19,6 +19,10 @@ int root_open(const char *root, const char *path, int flags, mode_t mode);
  * than max -EFBIG; trailing newlines stripped). */
 int root_read_file(const char *root, const char *path, size_t max, char **ret);
 
+/* The same as read_regular_file(): the last component must not be a link
+ * (-ELOOP). */
+int root_read_regular_file(const char *root, const char *path, size_t max, char **ret);
+
 /* The host path that path inside root resolves to, every link resolved within
  * root. Components that do not exist yet are appended as they are (a file or
  * directory about to be created); they must be plain names. -ELOOP for a link

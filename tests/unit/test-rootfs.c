@@ -57,6 +57,14 @@ static void check_root(bool openat2) {
         ASSERT_INT_EQ(root_read_file(root, "/loop1", 4096, &text), -ELOOP);
         ASSERT_INT_EQ(root_read_file(root, "/fifo", 4096, &text), -EBADFD);
         ASSERT_INT_EQ(root_read_file(root, "/data", 4096, &text), -EISDIR);
+        /* Untrusted files: not even a link that stays inside. */
+        ASSERT_INT_EQ(root_read_regular_file(root, "/sys/block/x/queue/nomerges", 4096, &text), -ELOOP);
+        ASSERT_INT_EQ(root_read_regular_file(root, "/proc/interrupts", 4096, &text), -ELOOP);
+        ASSERT_INT_EQ(root_read_regular_file(root, "/fifo", 4096, &text), -EBADFD);
+        ASSERT_INT_EQ(root_read_regular_file(root, "/data/file", 4096, &text), 0);
+        ASSERT_STREQ(text, "inside");
+        free(text);
+        text = NULL;
 
         /* A path about to be created: its existing part resolved in the root. */
         ASSERT_INT_EQ(root_resolve(root, "/run/iotuned/originals", &p), 0);

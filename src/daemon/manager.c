@@ -711,6 +711,11 @@ static int manager_tune_device(Manager *m, Device *d) {
         r = plan_device(m->config, d, &m->ctx, &p);
         if (r < 0)
                 return r;
+        r = device_plan_confine_to_root(p, m->root); /* --root: vector files inside it */
+        if (r < 0) {
+                device_plan_free(p);
+                return r;
+        }
         plan_drop_claimed_irqs(p, m->plan.devices, m->plan.n);
         module_targets(m, p, targets);
         /* A rebind brings the disks back as new devices, which come through here again:

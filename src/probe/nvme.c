@@ -42,7 +42,9 @@ static int open_ctrl(const NvmeCtrl *c, char **ret_why) {
                         *ret_why = strdup("the controller has no device node");
                 return -ENODEV;
         }
-        fd = open(c->devnode, O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: something other than the controller's character device at its
+         * node (a FIFO) must not block the open; its ioctls then simply fail. */
+        fd = open(c->devnode, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0) {
                 int r = -errno;
                 if (ret_why)

@@ -50,12 +50,13 @@ const char *device_property(const Device *d, const char *key) {
 }
 
 char *attr_trimmed(struct udev_device *u, const char *attr) {
-        const char *v = u ? udev_device_get_sysattr_value(u, attr) : NULL;
-        char *c;
-        if (!v)
+        /* Through fileio rather than libudev's sysattr cache, which would open a FIFO
+         * in a test tree and wait on it forever: a regular file or nothing. */
+        const char *syspath = u ? udev_device_get_syspath(u) : NULL;
+        char *c = NULL;
+        if (!syspath || read_attr_at(syspath, attr, &c) < 0)
                 return NULL;
-        c = strdup(v);
-        if (c && !*strstrip(c)) {
+        if (!*strstrip(c)) {
                 free(c);
                 return NULL;
         }
@@ -280,7 +281,7 @@ int device_probe(struct udev_device *u, Device **ret) {
 
         pci = udev_device_get_parent_with_subsystem_devtype(u, "pci", NULL);
         if (pci) {
-                const char *n = udev_device_get_sysattr_value(pci, "numa_node");
+                _cleanup_free_ char *n = attr_trimmed(pci, "numa_node");
                 int node;
                 if (n && safe_atoi(n, &node) == 0)
                         d->numa_node = node;

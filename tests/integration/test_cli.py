@@ -498,9 +498,10 @@ class CliTest(unittest.TestCase):
         os.mkfifo(os.path.join(self.root, "proc/interrupts"))
         os.unlink(os.path.join(self.root, "proc/irq/40/smp_affinity_list"))
         os.mkfifo(os.path.join(self.root, "proc/irq/40/smp_affinity_list"))
-        attr = self.bed.attr_path("nvme0n1", "queue/nomerges")
-        os.unlink(attr)
-        os.mkfifo(attr)
+        for a in ("queue/nomerges", "wwid"):  # read by iotunectl, and by what libudev would read
+            attr = self.bed.attr_path("nvme0n1", a)
+            os.unlink(attr)
+            os.mkfifo(attr)
         for verb, code in (("plan", 2), ("verify", 2), ("explain nvme0n1", 0)):
             p = self.run_cli_quick(*verb.split(), expect=code)
             self.assertIn("/proc/interrupts: not a regular file; vectors are not named", p.stderr)

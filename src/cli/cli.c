@@ -433,7 +433,7 @@ int cli_restore(Cli *c, char **devices) {
 
         r = originals_list(c->originals_dir, &names);
         if (r < 0) {
-                log_error_errno(r, "Cannot read %s: %m", c->originals_dir);
+                log_error_errno(r, "Cannot read %s: %m", esc(c->originals_dir));
                 return EXIT_FAILED;
         }
         for (char **d = devices; d && *d; d++)
@@ -456,7 +456,7 @@ int cli_restore(Cli *c, char **devices) {
                 /* The NVMe queue counts are not runtime values: their drop-in goes, and the
                  * driver's defaults come back when it next probes the controllers. */
                 if (unlink(c->modprobe_dropin) < 0) {
-                        log_error_errno(errno, "Cannot remove %s: %m", c->modprobe_dropin);
+                        log_error_errno(errno, "Cannot remove %s: %m", esc(c->modprobe_dropin));
                         ex = EXIT_FAILED;
                 } else if (!c->json)
                         printf("removed %s: the nvme driver's own queue counts return at the next boot\n",

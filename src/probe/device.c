@@ -9,6 +9,7 @@
 
 #include "device.h"
 #include "fileio.h"
+#include "escape.h"
 #include "log.h"
 #include "util.h"
 
@@ -296,7 +297,7 @@ int device_probe(struct udev_device *u, Device **ret) {
                  * not a real one: the size stays unknown (0) rather than wrapping. */
                 if (safe_atou64(strstrip(v), &sectors) == 0) {
                         if (__builtin_mul_overflow(sectors, UINT64_C(512), &d->size_bytes)) {
-                                log_debug("%s: size of %" PRIu64 " sectors overflows, ignored.", d->name, sectors);
+                                log_debug("%s: size of %" PRIu64 " sectors overflows, ignored.", esc(d->name), sectors);
                                 d->size_bytes = 0;
                         }
                 }

@@ -56,7 +56,7 @@ static void child(const char *tree, const char *dir, const char *irq_value, cons
 }
 
 TEST(concurrent_writers_keep_every_original) {
-        for (int round = 0; round < 60; round++) {
+        for (int round = 0; round < 25; round++) {
                 char *tree = fake_tree();
                 _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals");
                 char *values[_KNOB_MAX];

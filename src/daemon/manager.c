@@ -109,11 +109,43 @@ int manager_new(const char *root, const char *config_dir, Manager **ret) {
 
 /* ---- reporting ---------------------------------------------------------------- */
 
+/* The metrics textfile, before status.json: whoever sees a new status file finds
+ * the metrics of the same state. */
+static void manager_write_metrics(Manager *m) {
+        int r;
+
+        if (m->config->metrics_textfile) {
+                _cleanup_free_ char *path = NULL;
+                MetricsCounters mc = {
+                        .drifts_corrected = m->drifts_corrected,
+                        .conflicts = m->conflicts,
+                        .reload_failures = m->reload_failures,
+                        .last_reconcile_usec = m->last_check_usec ?: now_usec(CLOCK_REALTIME),
+                };
+                /* A refusal is said once, until it changes or the file is written again. */
+                static char *last_refusal = NULL;
+                _cleanup_free_ char *reason = NULL;
+                if (root_resolve(m->root, m->config->metrics_textfile, &path) >= 0) {
+                        r = metrics_write(path, m->config, &m->plan, &mc, &reason);
+                        if (r >= 0) {
+                                free(last_refusal);
+                                last_refusal = NULL;
+                        } else if (reason && !streq_ptr(reason, last_refusal)) {
+                                log_error("Not writing the metrics textfile %s: %s", path, reason);
+                                free(last_refusal);
+                                last_refusal = TAKE_PTR(reason);
+                        } else if (!reason)
+                                log_warning_errno(r, "Cannot write the metrics textfile %s: %m", path);
+                }
+        }
+}
+
 static void manager_write_status(Manager *m) {
         json_object *j = output_json_new("status"), *body = output_plan_json(&m->plan, false), *d;
         const char *text;
         int r;
 
+        manager_write_metrics(m);
         if (!j || !body) {
                 json_object_put(j);
                 json_object_put(body);
@@ -145,30 +177,6 @@ static void manager_write_status(Manager *m) {
                 log_warning_errno(r, "Cannot write %s: %m", m->status_path);
         json_object_put(j);
 
-        if (m->config->metrics_textfile) {
-                _cleanup_free_ char *path = NULL;
-                MetricsCounters mc = {
-                        .drifts_corrected = m->drifts_corrected,
-                        .conflicts = m->conflicts,
-                        .reload_failures = m->reload_failures,
-                        .last_reconcile_usec = m->last_check_usec ?: now_usec(CLOCK_REALTIME),
-                };
-                /* A refusal is said once, until it changes or the file is written again. */
-                static char *last_refusal = NULL;
-                _cleanup_free_ char *reason = NULL;
-                if (asprintf_safe(&path, "%s%s", m->root, m->config->metrics_textfile) >= 0) {
-                        r = metrics_write(path, m->config, &m->plan, &mc, &reason);
-                        if (r >= 0) {
-                                free(last_refusal);
-                                last_refusal = NULL;
-                        } else if (reason && !streq_ptr(reason, last_refusal)) {
-                                log_error("Not writing the metrics textfile %s: %s", path, reason);
-                                free(last_refusal);
-                                last_refusal = TAKE_PTR(reason);
-                        } else if (!reason)
-                                log_warning_errno(r, "Cannot write the metrics textfile %s: %m", path);
-                }
-        }
 }
 
 /* "6 devices: latency 4, throughput 2; 3 drifts corrected; 1 conflict" */
@@ -1216,7 +1224,7 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
         if (m->config->metrics_textfile) {
                 /* Stale numbers are worse than none: node_exporter then reports no iotuned_* series. */
                 _cleanup_free_ char *path = NULL;
-                if (asprintf_safe(&path, "%s%s", m->root, m->config->metrics_textfile) >= 0)
+                if (root_resolve(m->root, m->config->metrics_textfile, &path) >= 0)
                         (void) unlink(path);
         }
         return sd_event_exit(sd_event_source_get_event(s), 0);

@@ -64,6 +64,7 @@ static int load_json(const char *dir, const char *name, json_object **ret) {
         _cleanup_free_ char *p = record_path(dir, name), *text = NULL;
         json_tokener *tok;
         json_object *j;
+        size_t end;
         int r;
 
         if (!p)
@@ -75,8 +76,9 @@ static int load_json(const char *dir, const char *name, json_object **ret) {
         if (!tok)
                 return -ENOMEM;
         j = json_tokener_parse_ex(tok, text, -1);
-        if (!j || json_tokener_get_error(tok) != json_tokener_success ||
-            text[json_tokener_get_parse_end(tok) + strspn(text + json_tokener_get_parse_end(tok), " \t\r\n")] ||
+        /* With -1 the terminating NUL may count as parsed: never look past it. */
+        end = MIN(json_tokener_get_parse_end(tok), strlen(text));
+        if (!j || json_tokener_get_error(tok) != json_tokener_success || text[end + strspn(text + end, " \t\r\n")] ||
             !record_valid(j)) {
                 json_tokener_free(tok);
                 json_object_put(j);

@@ -237,9 +237,11 @@ int status_parse(const char *text, Status *ret, char **ret_error) {
                 return -ENOMEM;
         /* -1: up to the NUL, which also ends a bare number or literal. */
         s.root = only_space(text) ? NULL : json_tokener_parse_ex(tok, text, -1);
-        if (!s.root || json_tokener_get_error(tok) != json_tokener_success || !only_space(text + json_tokener_get_parse_end(tok))) {
+        /* With -1 the terminating NUL may count as parsed: never look past it. */
+        if (!s.root || json_tokener_get_error(tok) != json_tokener_success ||
+            !only_space(text + MIN(json_tokener_get_parse_end(tok), strlen(text)))) {
                 enum json_tokener_error e = json_tokener_get_error(tok);
-                size_t at = json_tokener_get_parse_end(tok);
+                size_t at = MIN(json_tokener_get_parse_end(tok), strlen(text));
                 json_tokener_free(tok);
                 if (only_space(text))
                         r = fail(&p, "", "empty");

@@ -155,6 +155,24 @@ TEST(malformed_record_is_an_error_and_kept) {
         }
 }
 
+TEST(record_never_read_past_its_end) {
+        /* json-c may count the terminating NUL as parsed (an unterminated comment):
+         * the trailing-data check must not read past it (found by libFuzzer). */
+        char *tree = fake_tree();
+        _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals");
+        DevicePlan *p = plan_for(tree, NULL);
+        char *values[_KNOB_MAX];
+        int r;
+        tmpdir_write(tree, "run/iotuned/originals/sda.json", "{\"version\":1,\"device\":\"sda\",\"values\":{}}/*");
+        r = originals_load(dir, p->device, values, NULL);
+        if (r == 0)
+                for (size_t k = 0; k < _KNOB_MAX; k++)
+                        free(values[k]);
+        device_plan_free(p);
+        tmpdir_remove(tree);
+        ASSERT_TRUE(r == 0 || r == -EBADMSG);
+}
+
 TEST(record_that_is_a_link_or_fifo_is_refused) {
         char *tree = fake_tree();
         _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals"),
@@ -188,5 +206,6 @@ TEST(record_written_with_exclusive_temporary) {
 }
 
 TEST_MAIN(T(concurrent_writers_keep_every_original), T(lock_file_is_private_and_not_followed),
-          T(malformed_record_is_an_error_and_kept), T(record_that_is_a_link_or_fifo_is_refused),
+          T(malformed_record_is_an_error_and_kept), T(record_never_read_past_its_end),
+          T(record_that_is_a_link_or_fifo_is_refused),
           T(record_written_with_exclusive_temporary))

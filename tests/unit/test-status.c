@@ -133,5 +133,24 @@ TEST(pid_out_of_range_is_not_running) {
         status_done(&s);
 }
 
+TEST(never_reads_past_the_end) {
+        /* Found by libFuzzer: json-c may count the terminating NUL as parsed (here
+         * after an unterminated comment), and the trailing-data check read past it. */
+        static const char *const docs[] = {
+                "{\"daemon\":{\"pid\":1},\"devices\":[]}//",
+                "{\"daemon\":{\"pid\":1},\"devices\":[]}/*",
+                "{\"daemon\":{\"pid\":1},\"devices\":[]} ",
+                "1//",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(docs); i++) {
+                Status s = {};
+                char *err = NULL;
+                int r = status_parse(docs[i], &s, &err);
+                ASSERT_TRUE(r == 0 || r == -EBADMSG);
+                status_done(&s);
+                free(err);
+        }
+}
+
 TEST_MAIN(T(good_document), T(minimal_document), T(malformed_documents_name_the_member),
-          T(pid_out_of_range_is_not_running))
+          T(pid_out_of_range_is_not_running), T(never_reads_past_the_end))

@@ -113,9 +113,11 @@ int originals_lock(const char *dir, int *ret_fd) {
                 return -ENOMEM;
         slash = strrchr(parent, '/');
         if (slash && slash != parent) {
+                int r;
                 *slash = 0;
-                if (mkdir_p(parent, 0755) < 0)
-                        return negative_errno();
+                r = mkdir_p(parent, 0755);
+                if (r < 0)
+                        return r;
         }
         fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
         if (fd < 0)

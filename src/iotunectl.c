@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "escape.h"
 #include "log.h"
 #include "util.h"
 
@@ -166,7 +167,7 @@ int main(int argc, char *argv[]) {
                 } else
                         ex = cli_check_config(&cli);
         } else {
-                log_error("Unknown command '%s'. Try 'iotunectl --help'.", verb);
+                log_error("Unknown command '%s'. Try 'iotunectl --help'.", esc(verb));
                 ex = EXIT_USAGE;
         }
 

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <json-c/json.h>
 #include <string.h>
 #include <time.h>
@@ -7,6 +10,7 @@
 #include <stdio.h>
 
 #include "fileio.h"
+#include "irq.h"
 #include "nvme-apply.h"
 #include "originals.h"
 #include "util.h"
@@ -19,22 +23,113 @@ static char *record_path(const char *dir, const char *name) {
         return p;
 }
 
+/* A record is read as untrusted input (another process, an earlier version or a
+ * person may have left it): not through a link, a regular file, bounded, and every
+ * member used is of the type written here. A record that is not one is -EBADMSG:
+ * it is reported, never replaced by values read now (they may be tuned ones). */
+static bool record_valid(json_object *j) {
+        json_object *v;
+
+        if (!json_object_is_type(j, json_type_object))
+                return false;
+        if (!json_object_object_get_ex(j, "version", &v) || !json_object_is_type(v, json_type_int) ||
+            json_object_get_int64(v) != ORIGINALS_VERSION)
+                return false;
+        if (!json_object_object_get_ex(j, "device", &v) || !json_object_is_type(v, json_type_string))
+                return false;
+        if (json_object_object_get_ex(j, "diskseq", &v) && v && !json_object_is_type(v, json_type_string))
+                return false;
+        if (json_object_object_get_ex(j, "values", &v)) {
+                if (!json_object_is_type(v, json_type_object))
+                        return false;
+                json_object_object_foreach(v, key, val) {
+                        (void) key;
+                        if (!json_object_is_type(val, json_type_string))
+                                return false;
+                }
+        }
+        if (json_object_object_get_ex(j, "irqs", &v)) {
+                if (!json_object_is_type(v, json_type_object))
+                        return false;
+                json_object_object_foreach(v, key, val) {
+                        unsigned irq;
+                        if (safe_atou(key, &irq) < 0 || irq > IRQ_NUMBER_MAX || !json_object_is_type(val, json_type_string))
+                                return false;
+                }
+        }
+        return true;
+}
+
 static int load_json(const char *dir, const char *name, json_object **ret) {
         _cleanup_free_ char *p = record_path(dir, name), *text = NULL;
+        json_tokener *tok;
         json_object *j;
+        size_t end;
         int r;
 
         if (!p)
                 return -ENOMEM;
-        r = read_full_file(p, 1u << 20, &text);
+        r = read_regular_file(p, ORIGINALS_RECORD_MAX, &text);
         if (r < 0)
                 return r;
-        j = json_tokener_parse(text);
-        if (!j || !json_object_is_type(j, json_type_object)) {
+        tok = json_tokener_new_ex(8);
+        if (!tok)
+                return -ENOMEM;
+        j = json_tokener_parse_ex(tok, text, -1);
+        /* With -1 the terminating NUL may count as parsed: never look past it. */
+        end = MIN(json_tokener_get_parse_end(tok), strlen(text));
+        if (!j || json_tokener_get_error(tok) != json_tokener_success || text[end + strspn(text + end, " \t\r\n")] ||
+            !record_valid(j)) {
+                json_tokener_free(tok);
                 json_object_put(j);
                 return -EBADMSG;
         }
+        json_tokener_free(tok);
         *ret = j;
+        return 0;
+}
+
+const char *originals_strerror(int r) {
+        if (r == -EBADMSG)
+                return "not a valid originals record (move it away to record the current values afresh)";
+        return file_strerror(r);
+}
+
+char *originals_record_path(const char *dir, const char *name) {
+        return record_path(dir, name);
+}
+
+/* <dir>.lock: /run/iotuned/originals.lock beside the records' directory. */
+int originals_lock(const char *dir, int *ret_fd) {
+        _cleanup_free_ char *path = NULL, *parent = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        char *slash;
+        size_t n = strlen(dir);
+
+        while (n > 1 && dir[n - 1] == '/')
+                n--;
+        if (asprintf_safe(&path, "%.*s.lock", (int) n, dir) < 0 || !(parent = strdup(path)))
+                return -ENOMEM;
+        slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+                int r;
+                *slash = 0;
+                r = mkdir_p(parent, 0755);
+                if (r < 0)
+                        return r;
+        }
+        fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        while (flock(fd, LOCK_EX) < 0)
+                if (errno != EINTR)
+                        return negative_errno();
+        *ret_fd = TAKE_FD(fd);
         return 0;
 }
 
@@ -85,16 +180,34 @@ static void add_ctrl_originals(json_object *values, const DevicePlan *p, bool *c
 static int write_record(const char *dir, const char *name, json_object *root) {
         _cleanup_free_ char *p = record_path(dir, name);
         const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-        return p && text ? write_file_atomic(p, text, strlen(text)) : -ENOMEM;
+        return p && text ? write_file_atomic_full(p, text, strlen(text), WRITE_FILE_EXCL_TEMP) : -ENOMEM;
 }
 
+static int record_locked(const char *dir, const DevicePlan *plan);
+
 int originals_record(const char *dir, const DevicePlan *plan) {
+        _cleanup_close_ int lock = -1;
+        int r;
+
+        /* Held across the whole check-read-write: of two writers (the daemon and an
+         * `iotunectl apply`), the second sees the first one's record and keeps it,
+         * instead of recording values the first has already tuned. */
+        r = originals_lock(dir, &lock);
+        if (r < 0)
+                return r;
+        return record_locked(dir, plan);
+}
+
+static int record_locked(const char *dir, const DevicePlan *plan) {
         const Device *d = plan->device;
         json_object *old = NULL, *root, *values, *irqs;
         bool changed = false;
         int r;
 
-        if (load_json(dir, d->name, &old) == 0) {
+        r = load_json(dir, d->name, &old);
+        if (r < 0 && r != -ENOENT)
+                return r; /* unreadable or corrupt: its originals are unknown, nothing is written */
+        if (r == 0) {
                 if (record_matches(old, d)) {
                         /* Known disk: only vectors not recorded yet are added. */
                         if (!json_object_object_get_ex(old, "irqs", &irqs)) {
@@ -217,8 +330,13 @@ int originals_list(const char *dir, char ***ret) {
 
 int originals_forget(const char *dir, const char *name) {
         _cleanup_free_ char *p = record_path(dir, name);
+        _cleanup_close_ int lock = -1;
+        int r;
         if (!p)
                 return -ENOMEM;
+        r = originals_lock(dir, &lock);
+        if (r < 0)
+                return r;
         if (unlink(p) < 0 && errno != ENOENT)
                 return negative_errno();
         return 0;

@@ -15,13 +15,31 @@
  * vector it plans, unless already recorded for this very disk: the first
  * original wins, and vectors planned later (after a reload) are added. */
 int originals_record(const char *dir, const DevicePlan *p);
+/* Errors: -EBADMSG for a record that is not a valid one, and what reading it
+ * (-ELOOP for a link, -EBADFD for a FIFO, -EFBIG), locking or writing returned. */
 
 /* values[k] = recorded value or NULL; *ret_irqs = "IRQ=cpulist" strings (may be
  * NULL). -ENOENT if there is no record; -ESTALE if the record belongs to an
- * earlier disk of the same name. */
+ * earlier disk of the same name; -EBADMSG if it is not a valid record. */
 int originals_load(const char *dir, const Device *d, char *values[_KNOB_MAX], char ***ret_irqs);
 
 /* Kernel names that have a record, sorted. */
 int originals_list(const char *dir, char ***ret);
 
 int originals_forget(const char *dir, const char *name);
+
+/* The largest record read back (a few KiB for a disk with hundreds of vectors). */
+#define ORIGINALS_RECORD_MAX (1u << 20)
+
+/* Take the exclusive lock every read-modify-write of the records holds:
+ * flock(2) on <dir>.lock (/run/iotuned/originals.lock), created 0600 with
+ * O_NOFOLLOW; *ret_fd is closed to release it. originals_record() and
+ * originals_forget() take it themselves. */
+int originals_lock(const char *dir, int *ret_fd);
+
+/* Text for an error of originals_record()/originals_load(): -EBADMSG is a record
+ * that is not a valid one (it is never overwritten), file_strerror() otherwise. */
+const char *originals_strerror(int r);
+
+/* <dir>/<name>.json */
+char *originals_record_path(const char *dir, const char *name);

@@ -8,6 +8,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "nvme-apply.h"
+#include "escape.h"
 #include "originals.h"
 #include "reconcile.h"
 #include "util.h"
@@ -101,7 +102,7 @@ static int write_failure_note(Setting *s, const char *value, int r) {
                 set_state(s, STATE_FAILED, r, "kernel has no scheduler '%s' (not built in, no %s-iosched module)",
                           value, value);
         else
-                set_state(s, STATE_FAILED, r, "writing '%s' failed: %m", value);
+                set_state(s, STATE_FAILED, r, "writing '%s' failed: %s", value, file_strerror(r));
         return 0;
 }
 
@@ -188,7 +189,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                 for (size_t i = 0; i < _KNOB_MAX; i++)
                         dropin[i] = -1;
         if (r < 0) {
-                set_state(s, STATE_FAILED, r, "cannot read %s: %m", o->modprobe_dropin);
+                set_state(s, STATE_FAILED, r, "cannot read %s: %s", o->modprobe_dropin, file_strerror(r));
                 return 0;
         }
 
@@ -311,6 +312,14 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         return 0;
 }
 
+/* Nothing is written to a disk whose originals could not be recorded: say why. */
+static int record_failed(const char *dir, const Device *d, int r) {
+        _cleanup_free_ char *p = originals_record_path(dir, d->name);
+        log_error("Cannot record the original values of %s in %s: %s; nothing was written to it.", esc(d->name),
+                  esc(p ?: dir), originals_strerror(r));
+        return r;
+}
+
 int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
         const Device *d = p->device;
         _cleanup_free_ char *scheduler_now = NULL;
@@ -339,7 +348,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                                 /* The first write to this disk's world: record before it. */
                                 r = originals_record(o->originals_dir, p);
                                 if (r < 0)
-                                        return log_debug_errno(r, "Cannot record originals of %s: %m", d->name);
+                                        return record_failed(o->originals_dir, d, r);
                                 recorded = true;
                         }
                         r = reconcile_module_row(p, s, o);
@@ -377,7 +386,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         continue;
                 }
                 if (r < 0) {
-                        set_state(s, STATE_FAILED, r, "cannot read %s: %m", k->attr);
+                        set_state(s, STATE_FAILED, r, "cannot read %s: %s", k->attr, file_strerror(r));
                         continue;
                 }
 
@@ -452,7 +461,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 if (!recorded && o->originals_dir) {
                         r = originals_record(o->originals_dir, p);
                         if (r < 0)
-                                return log_debug_errno(r, "Cannot record originals of %s: %m", d->name);
+                                return record_failed(o->originals_dir, d, r);
                         recorded = true;
                 }
                 free(why);

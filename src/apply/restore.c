@@ -4,6 +4,8 @@
 #include "originals.h"
 #include "reconcile.h"
 #include "restore.h"
+#include "rootfs.h"
+#include "log.h"
 #include "util.h"
 
 static bool device_plan_failed(const DevicePlan *p) {
@@ -13,6 +15,63 @@ static bool device_plan_failed(const DevicePlan *p) {
                 if (p->settings[k].state == STATE_FAILED)
                         return true;
         return false;
+}
+
+int device_plan_confine_to_root(DevicePlan *p, const char *root) {
+        size_t n = root_is_set(root) ? strlen(root) : 0;
+
+        if (n == 0)
+                return 0;
+        for (size_t k = 0; k < p->n_settings; k++) {
+                Setting *s = &p->settings[k];
+                char *real = NULL;
+                int r;
+
+                /* Vector files: <root>/proc/irq/N/smp_affinity_list (irq_attr_path). */
+                if (s->irq < 0 || !s->path || !strneq(s->path, root, n) || s->path[n] != '/')
+                        continue;
+                r = root_resolve(root, s->path + n, &real);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        /* A link loop, or a file where a directory should be: a path
+                         * that cannot be opened, so the row fails instead of reading
+                         * something else. */
+                        log_debug_errno(r, "Cannot resolve %s inside %s: %m", s->path, root);
+                        real = strdup("/dev/null/unresolvable-inside-root");
+                        if (!real)
+                                return -ENOMEM;
+                }
+                free(s->path);
+                s->path = real;
+        }
+        return 0;
+}
+
+int plan_confine_to_root(Plan *p, const char *root) {
+        for (size_t i = 0; i < p->n; i++) {
+                int r = device_plan_confine_to_root(p->devices[i], root);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int corrupt_record_plan(const char *dir, Device *d, int error, DevicePlan **ret) {
+        char *none[_KNOB_MAX] = {};
+        _cleanup_free_ char *p = originals_record_path(dir, d->name);
+        DevicePlan *dp = NULL;
+        int r;
+
+        r = plan_device_from_values(d, "original", none, NULL, NULL, &dp);
+        if (r < 0)
+                return r;
+        if (asprintf_safe(&dp->error, "cannot restore from %s: %s", p ?: dir, originals_strerror(error)) < 0) {
+                device_plan_free(dp);
+                return -ENOMEM;
+        }
+        *ret = dp;
+        return 0;
 }
 
 int restore_originals(struct udev *udev, const char *dir, const char *proc_root, char *const *only, Plan *ret,
@@ -39,7 +98,16 @@ int restore_originals(struct udev *udev, const char *dir, const char *proc_root,
                 r = device_lookup(udev, *n, &d);
                 if (r >= 0) {
                         r = originals_load(dir, d, values, &irqs);
-                        if (r == -ESTALE || r == -EBADMSG || r == -ENOENT)
+                        if (r == -EBADMSG || r == -ELOOP || r == -EBADFD || r == -EFBIG || r == -EISDIR) {
+                                /* Not a record that can be trusted: its disk's row fails and
+                                 * the file stays for a person to look at. */
+                                r = corrupt_record_plan(dir, d, r, &plan.devices[plan.n]);
+                                if (r < 0)
+                                        goto oom;
+                                plan.n++;
+                                continue;
+                        }
+                        if (r == -ESTALE || r == -ENOENT)
                                 d = device_free(d);
                 }
                 if (!d) {
@@ -62,7 +130,9 @@ int restore_originals(struct udev *udev, const char *dir, const char *proc_root,
                 plan.n++;
         }
 
-        r = reconcile_plan(&plan, &o);
+        r = plan_confine_to_root(&plan, proc_root);
+        if (r >= 0)
+                r = reconcile_plan(&plan, &o);
         if (r < 0)
                 goto oom;
         for (size_t i = 0; i < plan.n; i++)
@@ -109,6 +179,8 @@ int restore_knobs(const char *dir, const char *proc_root, Device *d, const bool 
         r = plan_device_from_values(d, "original", values, keep, proc_root, &p);
         for (size_t k = 0; k < _KNOB_MAX; k++)
                 free(values[k]);
+        if (r >= 0)
+                r = device_plan_confine_to_root(p, proc_root);
         if (r < 0)
                 return r;
         r = reconcile_device(p, &o);

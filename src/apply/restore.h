@@ -18,3 +18,9 @@ int restore_originals(struct udev *udev, const char *originals_dir, const char *
  * knobs may still be tuned). Takes ownership of `d`. */
 int restore_knobs(const char *originals_dir, const char *proc_root, Device *d, const bool knobs[_KNOB_MAX],
                   const int *irqs, size_t n_irqs, DevicePlan **ret);
+
+/* Under --root (root neither NULL, "" nor "/"): each vector file of the plan,
+ * <root>/proc/irq/N/..., resolved inside the root (rootfs.h), so that a link in the
+ * tree never leads a read or a write out of it. */
+int device_plan_confine_to_root(DevicePlan *p, const char *root);
+int plan_confine_to_root(Plan *p, const char *root);

@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "fileio.h"
 
 #include "cli.h"
@@ -14,28 +15,40 @@
 #include "originals.h"
 #include "reconcile.h"
 #include "restore.h"
+#include "rootfs.h"
+#include "status.h"
 #include "util.h"
 
 int cli_init(Cli *c) {
-        const char *root = c->root && !streq(c->root, "/") ? c->root : "";
-
+        const char *root = root_is_set(c->root) ? c->root : "";
         _cleanup_free_ char *interrupts = NULL;
         int r;
 
-        if (asprintf_safe(&c->originals_dir, "%s%s/originals", root, IOTUNED_RUN_DIR) < 0 ||
-            asprintf_safe(&c->modprobe_dropin, "%s%s", root, NVME_MODPROBE_DROPIN) < 0 ||
-            !(c->proc_root = strdup(root)) || asprintf_safe(&interrupts, "%s/proc/interrupts", root) < 0)
+        /* Under --root, the paths iotunectl writes are resolved inside the root now
+         * (a link in the tree never leads out of it), what it reads when read. */
+        r = root_resolve(c->root, IOTUNED_RUN_DIR "/originals", &c->originals_dir);
+        if (r >= 0)
+                r = root_resolve(c->root, NVME_MODPROBE_DROPIN, &c->modprobe_dropin);
+        if (r == -ENOMEM || !(c->proc_root = strdup(root)))
                 return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "Cannot resolve %s and %s inside %s: %m", IOTUNED_RUN_DIR,
+                                       NVME_MODPROBE_DROPIN, esc(c->root));
         c->udev = udev_new();
         if (!c->udev)
                 return log_error_errno(ENOMEM, "Cannot create a udev context.");
         r = topology_load(&c->topology);
         if (r < 0)
                 return log_error_errno(r, "Cannot read the CPU topology: %m");
-        /* Without /proc/interrupts vectors are still found (msi_irqs), just unnamed. */
-        r = irq_table_load(interrupts, &c->irqs);
-        if (r < 0)
-                log_debug_errno(r, "Cannot read %s: %m", interrupts);
+        /* Without /proc/interrupts vectors are still found (msi_irqs), just unnamed;
+         * one that is not a regular file (a FIFO would block) is worth a word. */
+        r = root_read_file(c->root, "/proc/interrupts", IRQ_TABLE_FILE_MAX, &interrupts);
+        if (r >= 0)
+                r = irq_table_parse(interrupts, &c->irqs);
+        if (r == -ENOENT)
+                log_debug_errno(r, "Cannot read %s/proc/interrupts: %m", esc(root));
+        else if (r < 0)
+                log_warning("Cannot read %s/proc/interrupts: %s; vectors are not named.", esc(root), file_strerror(r));
         c->ctx = (PlanContext) { .topology = &c->topology, .irqs = &c->irqs, .proc_root = c->proc_root };
         return 0;
 }
@@ -101,20 +114,20 @@ static DiscoveryFilter filter_from_config(const Config *cfg) {
 static int lookup_error(const char *name, int r) {
         switch (r) {
         case -EISDIR:
-                log_error("%s is a partition; partitions share their disk's queue, tune the disk instead.", name);
+                log_error("%s is a partition; partitions share their disk's queue, tune the disk instead.", esc(name));
                 break;
         case -ENODEV:
         case -ENOENT:
-                log_error("No such block disk: %s (see lsblk -d).", name);
+                log_error("No such block disk: %s (see lsblk -d).", esc(name));
                 break;
         case -ENOTBLK:
-                log_error("%s is not a block device.", name);
+                log_error("%s is not a block device.", esc(name));
                 break;
         case -EINVAL:
-                log_error("Invalid device name '%s': give a kernel name (nvme0n1) or a /dev path.", name);
+                log_error("Invalid device name '%s': give a kernel name (nvme0n1) or a /dev path.", esc(name));
                 break;
         default:
-                log_error_errno(r, "Cannot look up %s: %m", name);
+                log_error_errno(r, "Cannot look up %s: %m", esc(name));
         }
         return EXIT_NO_DEVICE;
 }
@@ -323,6 +336,8 @@ static int plan_and_reconcile(Cli *c, const Config *cfg, char **devices, Reconci
                 return ex;
         r = plan_named(c, cfg, devices, &devs, ret, targets);
         if (r >= 0)
+                r = plan_confine_to_root(ret, c->root);
+        if (r >= 0)
                 r = reconcile_plan(ret, &o);
         if (r < 0) {
                 plan_done(ret);
@@ -367,8 +382,8 @@ static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *
                 for (size_t j = 0; j < n_outcomes; j++)
                         if (!outcomes[j].seen) {
                                 /* Its disks did not come back: say so, whatever was named. */
-                                log_error("%s (%s): %s; none of its disks is back.", outcomes[j].ctrl,
-                                          outcomes[j].address, outcomes[j].note ?: "rebound");
+                                log_error("%s (%s): %s; none of its disks is back.", esc(outcomes[j].ctrl),
+                                          esc(outcomes[j].address), esc(outcomes[j].note ?: "rebound"));
                                 lost = true;
                         }
         }
@@ -418,12 +433,12 @@ int cli_restore(Cli *c, char **devices) {
 
         r = originals_list(c->originals_dir, &names);
         if (r < 0) {
-                log_error_errno(r, "Cannot read %s: %m", c->originals_dir);
+                log_error_errno(r, "Cannot read %s: %m", esc(c->originals_dir));
                 return EXIT_FAILED;
         }
         for (char **d = devices; d && *d; d++)
                 if (!strv_contains(names, *d)) {
-                        log_error("No recorded original values for %s in %s.", *d, c->originals_dir);
+                        log_error("No recorded original values for %s in %s.", esc(*d), esc(c->originals_dir));
                         return EXIT_NO_DEVICE;
                 }
 
@@ -436,12 +451,12 @@ int cli_restore(Cli *c, char **devices) {
         print_result(c, "restore", &plan, false, false);
         if (!c->json)
                 for (char **g = gone; g && *g; g++)
-                        printf("%s: gone or replaced since it was tuned; its record was dropped\n", *g);
+                        printf("%s: gone or replaced since it was tuned; its record was dropped\n", esc(*g));
         if (strv_length(devices) == 0 && access(c->modprobe_dropin, F_OK) == 0) {
                 /* The NVMe queue counts are not runtime values: their drop-in goes, and the
                  * driver's defaults come back when it next probes the controllers. */
                 if (unlink(c->modprobe_dropin) < 0) {
-                        log_error_errno(errno, "Cannot remove %s: %m", c->modprobe_dropin);
+                        log_error_errno(errno, "Cannot remove %s: %m", esc(c->modprobe_dropin));
                         ex = EXIT_FAILED;
                 } else if (!c->json)
                         printf("removed %s: the nvme driver's own queue counts return at the next boot\n",
@@ -457,8 +472,8 @@ static void explain_nvme(const Device *d) {
         const NvmeCtrl *n = d->nvme;
         NvmeQueueMap m;
 
-        printf("  controller:  %s (%s%s%s, %s), NUMA node %d\n", n->name, n->transport ?: "?", n->address ? " " : "",
-               n->address ?: "", n->state ?: "?", n->numa_node);
+        printf("  controller:  %s (%s%s%s, %s), NUMA node %d\n", esc(n->name), esc(n->transport ?: "?"),
+               n->address ? " " : "", esc(n->address ?: ""), esc(n->state ?: "?"), n->numa_node);
         if (n->identified) {
                 printf("    APST:      %s%s; %u power state%s\n", n->apsta ? "supported" : "not supported",
                        n->apsta ? (n->has_pm_qos ? ", driven by the kernel" : ", not driven by the kernel (quirk)") : "",
@@ -467,7 +482,7 @@ static void explain_nvme(const Device *d) {
                         printf("    queues:    %u I/O submission / %u completion queues granted (Get Features 0x07)\n",
                                n->granted_sq, n->granted_cq);
         } else
-                printf("    identify:  %s\n", n->identify_error ?: "not answered");
+                printf("    identify:  %s\n", esc(n->identify_error ?: "not answered"));
         if (n->sqsize)
                 printf("    depth:     %u entries per I/O queue in use (min of CAP.MQES+1 and nvme.io_queue_depth)\n",
                        n->sqsize + 1);
@@ -511,10 +526,12 @@ int cli_explain(Cli *c, const char *name) {
                 pl.devices[0] = NULL;
                 pl.n = 0;
                 plan_done(&pl);
-                r = reconcile_device(dp, &o);
+                r = device_plan_confine_to_root(dp, c->root);
+                if (r >= 0)
+                        r = reconcile_device(dp, &o);
         }
         if (r < 0)
-                return log_error_errno(r, "Cannot plan %s: %m", name), EXIT_FAILED;
+                return log_error_errno(r, "Cannot plan %s: %m", esc(name)), EXIT_FAILED;
         d = dp->device;
 
         if (c->json) {
@@ -525,10 +542,10 @@ int cli_explain(Cli *c, const char *name) {
                 json_object_put(body);
                 rules = json_object_new_array();
         } else {
-                printf("%s  (%s%s%s)\n", d->name, d->transport, d->model ? ", " : "", d->model ?: "");
-                printf("  syspath:     %s\n", d->syspath);
-                printf("  serial:      %s   firmware: %s   wwn: %s\n", d->serial ?: "-", d->firmware ?: "-",
-                       d->wwn ?: "-");
+                printf("%s  (%s%s%s)\n", esc(d->name), esc(d->transport), d->model ? ", " : "", esc(d->model ?: ""));
+                printf("  syspath:     %s\n", esc(d->syspath));
+                printf("  serial:      %s   firmware: %s   wwn: %s\n", esc(d->serial ?: "-"), esc(d->firmware ?: "-"),
+                       esc(d->wwn ?: "-"));
                 printf("  rotational:  %s   size: %" PRIu64 " bytes   NUMA node: %d\n", d->rotational ? "yes" : "no",
                        d->size_bytes, d->numa_node);
                 if (d->has_mq)
@@ -538,11 +555,11 @@ int cli_explain(Cli *c, const char *name) {
                         printf("  queues:      bio-based (no blk-mq queue)%s\n",
                                d->multipath_head ? "; NVMe multipath head: tune its nvmeXcYnZ paths" : "");
                 for (size_t q = 0; q < d->n_queues; q++)
-                        printf("    mq/%u: CPUs %s\n", d->queues[q].index, d->queues[q].cpu_list ?: "(none)");
+                        printf("    mq/%u: CPUs %s\n", d->queues[q].index, esc(d->queues[q].cpu_list ?: "(none)"));
                 if (d->multipath_head_name)
-                        printf("  multipath:   hidden path of %s\n", d->multipath_head_name);
+                        printf("  multipath:   hidden path of %s\n", esc(d->multipath_head_name));
                 if (d->nqn)
-                        printf("  NQN:         %s\n", d->nqn);
+                        printf("  NQN:         %s\n", esc(d->nqn));
                 if (d->nvme)
                         explain_nvme(d);
                 printf("\nRules, in the order they are tried:\n");
@@ -561,8 +578,8 @@ int cli_explain(Cli *c, const char *name) {
                                 json_object_object_add(e, "origin", output_mark_json(&rule->mark));
                                 json_object_array_add(rules, e);
                         } else
-                                printf("  %-5s %s (%s:%u): %s\n", m ? "MATCH" : "no", rule->name, rule->mark.file,
-                                       rule->mark.line, why ?: "");
+                                printf("  %-5s %s (%s:%u): %s\n", m ? "MATCH" : "no", esc(rule->name), esc(rule->mark.file),
+                                       rule->mark.line, esc(why ?: ""));
                         if (m)
                                 break;
                 }
@@ -577,25 +594,26 @@ int cli_explain(Cli *c, const char *name) {
         if (streq(dp->rule, "IOTUNED_PROFILE"))
                 printf("  (skipped: the udev property IOTUNED_PROFILE pins the profile)\n");
         if (dp->excluded) {
-                printf("\nResult: excluded by rule %s; iotuned leaves %s alone.\n", dp->rule, d->name);
+                printf("\nResult: excluded by rule %s; iotuned leaves %s alone.\n", esc(dp->rule), esc(d->name));
                 return EXIT_OK;
         }
         if (dp->error) {
-                printf("\nResult: %s\n", dp->error);
+                printf("\nResult: %s\n", esc(dp->error));
                 return EXIT_FAILED;
         }
-        printf("\nResult: profile %s (rule %s: %s)\n", dp->profile, dp->rule, dp->reason ?: "");
+        printf("\nResult: profile %s (rule %s: %s)\n", esc(dp->profile), esc(dp->rule), esc(dp->reason ?: ""));
         printf("IRQ placement: %s%s%s%s\n\n", irq_placement_to_string(dp->irq_placement),
                dp->keep_irqbalance_away ? ", irqbalance kept away from pinned vectors" : "",
-               dp->irq_note ? "; " : "", dp->irq_note ?: "");
+               dp->irq_note ? "; " : "", esc(dp->irq_note ?: ""));
         printf("  %-26s %-12s %-12s %-13s %s\n", "KNOB", "DESIRED", "CURRENT", "STATE", "FROM");
         for (size_t k = 0; k < dp->n_settings; k++) {
                 const Setting *s = &dp->settings[k];
                 char lb[128];
                 printf("  %-26s %-12s %-12s %-13s %s:%u:%u%s%s\n", output_setting_label(s, lb, sizeof(lb)),
-                       s->effective ?: s->desired,
-                       s->observed ?: "-", s->state == STATE_CHANGED ? "would-change" : setting_state_to_string(s->state),
-                       s->origin.file ?: "-", s->origin.line, s->origin.column, s->note ? "  # " : "", s->note ?: "");
+                       esc(s->effective ?: s->desired),
+                       esc(s->observed ?: "-"), s->state == STATE_CHANGED ? "would-change" : setting_state_to_string(s->state),
+                       esc(s->origin.file ?: "-"), s->origin.line, s->origin.column, s->note ? "  # " : "",
+                       esc(s->note ?: ""));
         }
         return EXIT_OK;
 }
@@ -666,7 +684,8 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
                 printf("%-16s %-12s %-44s %s\n", "PROFILE", "EXTENDS", "FILE", "DESCRIPTION");
                 for (size_t i = 0; i < cfg->n_profiles; i++) {
                         p = cfg->profiles[i];
-                        printf("%-16s %-12s %-44s %s\n", p->name, p->extends ?: "-", p->path, p->description ?: "");
+                        printf("%-16s %-12s %-44s %s\n", esc(p->name), esc(p->extends ?: "-"), esc(p->path),
+                               esc(p->description ?: ""));
                 }
                 return EXIT_OK;
         }
@@ -674,7 +693,7 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
         /* show NAME */
         p = config_find_profile(cfg, name);
         if (!p) {
-                log_error("No profile named '%s' (iotunectl profiles list).", name);
+                log_error("No profile named '%s' (iotunectl profiles list).", esc(name));
                 return EXIT_NO_DEVICE;
         }
         if (c->json) {
@@ -686,9 +705,9 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
                 json_object_put(j);
                 return EXIT_OK;
         }
-        printf("# %s: %s\n# file: %s\n", p->name, p->description ?: "", p->path);
+        printf("# %s: %s\n# file: %s\n", esc(p->name), esc(p->description ?: ""), esc(p->path));
         if (p->extends)
-                printf("# extends: %s\n", p->extends);
+                printf("# extends: %s\n", esc(p->extends));
         for (const char *const *sec = (const char *const[]) { "queue", "nvme", NULL }; *sec; sec++) {
                 bool header = false;
                 for (size_t k = 0; k < _KNOB_MAX; k++) {
@@ -697,22 +716,22 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
                         if (!header)
                                 printf("%s:\n", *sec);
                         header = true;
-                        printf("  %-15s %-10s # %s:%u:%u\n", knob_table[k].name, p->resolved[k].value,
-                               p->resolved[k].origin.file, p->resolved[k].origin.line, p->resolved[k].origin.column);
+                        printf("  %-15s %-10s # %s:%u:%u\n", knob_table[k].name, esc(p->resolved[k].value),
+                               esc(p->resolved[k].origin.file), p->resolved[k].origin.line, p->resolved[k].origin.column);
                 }
                 if (streq(*sec, "nvme") && p->nvme_apply_resolved.value)
                         printf("%s  %-15s %-10s # %s:%u:%u\n", header ? "" : "nvme:\n", "apply",
-                               p->nvme_apply_resolved.value, p->nvme_apply_resolved.origin.file,
+                               esc(p->nvme_apply_resolved.value), esc(p->nvme_apply_resolved.origin.file),
                                p->nvme_apply_resolved.origin.line, p->nvme_apply_resolved.origin.column);
         }
         if (p->irq_resolved.placement != IRQ_PLACEMENT_UNSET || p->irq_resolved.keep_irqbalance_away >= 0) {
                 printf("irq:\n");
                 if (p->irq_resolved.placement != IRQ_PLACEMENT_UNSET)
                         printf("  %-15s %-10s # %s:%u:%u\n", "placement",
-                               irq_placement_to_string(p->irq_resolved.placement), p->irq_resolved.origin.file ?: "-",
+                               irq_placement_to_string(p->irq_resolved.placement), esc(p->irq_resolved.origin.file ?: "-"),
                                p->irq_resolved.origin.line, p->irq_resolved.origin.column);
                 if (p->irq_resolved.cpus)
-                        printf("  %-15s \"%s\"\n", "cpus", p->irq_resolved.cpus);
+                        printf("  %-15s \"%s\"\n", "cpus", esc(p->irq_resolved.cpus));
                 if (p->irq_resolved.keep_irqbalance_away >= 0)
                         printf("  %-15s %s\n", "keep_irqbalance_away",
                                p->irq_resolved.keep_irqbalance_away ? "true" : "false");
@@ -758,166 +777,129 @@ int cli_check_config(Cli *c) {
         if (ex != EXIT_OK || c->quiet)
                 return ex;
         printf("Configuration is valid: %zu rule%s, %zu profile%s, default profile %s.\n", cfg->n_rules,
-               cfg->n_rules == 1 ? "" : "s", cfg->n_profiles, cfg->n_profiles == 1 ? "" : "s", cfg->default_profile);
+               cfg->n_rules == 1 ? "" : "s", cfg->n_profiles, cfg->n_profiles == 1 ? "" : "s", esc(cfg->default_profile));
         printf("Files, in the order they were read:\n");
         for (char **f = cfg->files; f && *f; f++)
-                printf("  %s\n", *f);
+                printf("  %s\n", esc(*f));
         for (char **f = cfg->masked; f && *f; f++)
-                printf("  %s (masked)\n", *f);
+                printf("  %s (masked)\n", esc(*f));
         return EXIT_OK;
 }
 
 /* The daemon's view, from the state file it rewrites atomically on every change. */
-static const char *jstr(json_object *o, const char *key) {
-        json_object *v = NULL;
-        return json_object_object_get_ex(o, key, &v) && !json_object_is_type(v, json_type_null)
-                       ? json_object_get_string(v)
-                       : NULL;
-}
 
 /* One line per NVMe controller behind the tuned disks: identity, queue maps, APST. */
-static void status_nvme_controllers(json_object *devs) {
+static void status_nvme_controllers(const Status *st) {
         _cleanup_strv_free_ char **seen = NULL;
-        for (size_t i = 0; i < json_object_array_length(devs); i++) {
-                json_object *facts = NULL, *n = NULL, *maps = NULL, *v;
-                const char *name;
-                json_object_object_get_ex(json_object_array_get_idx(devs, i), "facts", &facts);
-                if (!facts || !json_object_object_get_ex(facts, "nvme", &n) || json_object_is_type(n, json_type_null))
-                        continue;
-                name = jstr(n, "controller");
-                if (!name || strv_contains(seen, name) || strv_extend(&seen, name) < 0)
+        for (size_t i = 0; i < st->n_devices; i++) {
+                const StatusNvme *n = st->devices[i].nvme;
+                if (!n || !n->controller || strv_contains(seen, n->controller) || strv_extend(&seen, n->controller) < 0)
                         continue;
                 if (strv_length(seen) == 1)
                         printf("\nNVMe controllers:\n");
-                printf("  %-8s %s, %s, firmware %s", name, jstr(n, "address") ?: jstr(n, "transport") ?: "?",
-                       jstr(n, "model") ?: "?", jstr(n, "firmware") ?: "?");
-                if (json_object_object_get_ex(n, "queue_maps", &maps) && !json_object_is_type(maps, json_type_null))
-                        printf("; queues %s default, %s read, %s poll", jstr(maps, "default"), jstr(maps, "read"),
-                               jstr(maps, "poll"));
-                if (json_object_object_get_ex(n, "apst_supported", &v) && !json_object_is_type(v, json_type_null))
-                        printf("; APST %s", json_object_get_boolean(v) ? "supported" : "not supported");
+                printf("  %-8s %s, %s, firmware %s", esc(n->controller), esc(n->address ?: n->transport ?: "?"),
+                       esc(n->model ?: "?"), esc(n->firmware ?: "?"));
+                if (n->has_maps)
+                        printf("; queues %u default, %u read, %u poll", n->maps_default, n->maps_read, n->maps_poll);
+                if (n->apst_supported >= 0)
+                        printf("; APST %s", n->apst_supported ? "supported" : "not supported");
                 printf("\n");
         }
 }
 
 int cli_status(Cli *c) {
         const char *root = c->root && !streq(c->root, "/") ? c->root : "";
-        _cleanup_free_ char *path = NULL, *text = NULL;
-        json_object *j, *daemon, *devs, *v;
-        int pid = 0, r, ex = EXIT_OK;
+        _cleanup_free_ char *path = NULL, *text = NULL, *error = NULL;
+        Status st = {};
+        int r, ex = EXIT_OK;
 
         if (asprintf_safe(&path, "%s%s/status.json", root, IOTUNED_RUN_DIR) < 0)
                 return log_oom(), EXIT_FAILED;
-        r = read_full_file(path, 64u << 20, &text);
+        /* Untrusted: not a link, a regular file (a FIFO would block), bounded, and
+         * under --root found inside the root. */
+        r = root_read_regular_file(c->root, IOTUNED_RUN_DIR "/status.json", STATUS_FILE_MAX, &text);
         if (r == -ENOENT) {
-                log_error("iotuned is not running (no %s). 'iotunectl plan' shows what it would do.", path);
+                log_error("iotuned is not running (no %s). 'iotunectl plan' shows what it would do.", esc(path));
                 return EXIT_NOT_RUNNING;
         }
         if (r < 0)
-                return log_error_errno(r, "Cannot read %s: %m", path), EXIT_FAILED;
-        j = json_tokener_parse(text);
-        if (!j || !json_object_object_get_ex(j, "daemon", &daemon) || !json_object_object_get_ex(j, "devices", &devs)) {
-                json_object_put(j);
-                log_error("%s is not an iotuned status file.", path);
-                return EXIT_FAILED;
-        }
-        if (json_object_object_get_ex(daemon, "pid", &v))
-                pid = json_object_get_int(v);
-        if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH)) {
-                log_error("iotuned is not running (%s is left over from pid %d).", path, pid);
-                json_object_put(j);
+                return log_error("Cannot read %s: %s", esc(path), file_strerror(r)), EXIT_FAILED;
+        r = status_parse(text, &st, &error);
+        if (r == -ENOMEM)
+                return log_oom(), EXIT_FAILED;
+        if (r < 0)
+                return log_error("%s: %s", esc(path), esc(error)), EXIT_FAILED;
+        if (st.pid <= 0 || (kill(st.pid, 0) < 0 && errno == ESRCH)) {
+                log_error("iotuned is not running (%s is left over from pid %d).", esc(path), st.pid);
+                status_done(&st);
                 return EXIT_NOT_RUNNING;
         }
 
-        for (size_t i = 0; i < json_object_array_length(devs); i++) {
-                json_object *d = json_object_array_get_idx(devs, i), *settings, *st;
-                if (json_object_object_get_ex(d, "error", &v) && !json_object_is_type(v, json_type_null))
+        for (size_t i = 0; i < st.n_devices; i++) {
+                const StatusDevice *d = &st.devices[i];
+                if (d->error)
                         ex = EXIT_FAILED;
-                if (!json_object_object_get_ex(d, "settings", &settings))
-                        continue;
-                for (size_t k = 0; k < json_object_array_length(settings); k++)
-                        if (json_object_object_get_ex(json_object_array_get_idx(settings, k), "state", &st)) {
-                                const char *state = json_object_get_string(st);
-                                if (streq(state, "failed"))
-                                        ex = EXIT_FAILED;
-                                else if (streq(state, "drifted") && ex == EXIT_OK)
-                                        ex = EXIT_DRIFT;
-                        }
+                for (size_t k = 0; k < d->n_settings; k++)
+                        if (streq(d->settings[k].state, "failed"))
+                                ex = EXIT_FAILED;
+                        else if (streq(d->settings[k].state, "drifted") && ex == EXIT_OK)
+                                ex = EXIT_DRIFT;
         }
 
         if (c->json) {
-                output_json_print(j);
-                json_object_put(j);
+                output_json_print(st.root);
+                status_done(&st);
                 return ex;
         }
 
-        printf("iotuned is running (pid %d): %zu device%s", pid, json_object_array_length(devs),
-               json_object_array_length(devs) == 1 ? "" : "s");
-        if (json_object_object_get_ex(daemon, "drifts_corrected", &v))
-                printf(", %d drift%s corrected", json_object_get_int(v), json_object_get_int(v) == 1 ? "" : "s");
-        if (json_object_object_get_ex(daemon, "conflicts", &v) && json_object_get_int(v))
-                printf(", %d conflict%s", json_object_get_int(v), json_object_get_int(v) == 1 ? "" : "s");
-        {
-                json_object *ib = json_object_object_get(daemon, "irqbalance"), *st;
-                if (ib && json_object_object_get_ex(ib, "state", &st) && st)
-                        printf("\nirqbalance: %s", json_object_get_string(st));
-        }
+        printf("iotuned is running (pid %d): %zu device%s", st.pid, st.n_devices, st.n_devices == 1 ? "" : "s");
+        if (st.has_drifts_corrected)
+                printf(", %u drift%s corrected", st.drifts_corrected, st.drifts_corrected == 1 ? "" : "s");
+        if (st.conflicts)
+                printf(", %u conflict%s", st.conflicts, st.conflicts == 1 ? "" : "s");
+        if (st.irqbalance_state)
+                printf("\nirqbalance: %s", esc(st.irqbalance_state));
         printf("\n\n%-12s %-12s %-16s %-40s %s\n", "DEVICE", "PROFILE", "RULE", "SETTINGS", "DRIFTS");
-        for (size_t i = 0; i < json_object_array_length(devs); i++) {
-                json_object *d = json_object_array_get_idx(devs, i), *settings = NULL, *f;
-                unsigned counts[_STATE_MAX] = {}, drifts = 0;
+        for (size_t i = 0; i < st.n_devices; i++) {
+                const StatusDevice *d = &st.devices[i];
+                unsigned counts[_STATE_MAX] = {};
+                uint64_t drifts = 0;
                 char summary[256] = "";
                 size_t off = 0;
 
-                json_object_object_get_ex(d, "settings", &settings);
-                for (size_t k = 0; settings && k < json_object_array_length(settings); k++) {
-                        json_object *e = json_object_array_get_idx(settings, k);
-                        const char *state = json_object_object_get_ex(e, "state", &f) ? json_object_get_string(f) : "";
+                for (size_t k = 0; k < d->n_settings; k++) {
+                        const StatusSetting *e = &d->settings[k];
                         for (size_t s = 0; s < _STATE_MAX; s++)
-                                if (streq(state, setting_state_to_string(s)))
+                                if (streq(e->state, setting_state_to_string(s)))
                                         /* a value the daemon wrote and that holds is simply ok */
                                         counts[s == STATE_CHANGED ? STATE_OK : s]++;
-                        if (json_object_object_get_ex(e, "drifts", &f))
-                                drifts += (unsigned) json_object_get_int(f);
+                        drifts += e->drifts;
                 }
                 for (size_t s = 0; s < _STATE_MAX; s++)
                         if (counts[s] && off < sizeof(summary))
                                 off += snprintf(summary + off, sizeof(summary) - off, "%s%u %s", off ? ", " : "",
                                                 counts[s], setting_state_to_string(s));
-                json_object_object_get_ex(d, "excluded", &f);
-                if (f && json_object_get_boolean(f))
+                if (d->excluded)
                         snprintf(summary, sizeof(summary), "excluded");
-                json_object_object_get_ex(d, "error", &f);
-                if (f && !json_object_is_type(f, json_type_null))
-                        snprintf(summary, sizeof(summary), "%s", json_object_get_string(f));
-                json_object *prof = json_object_object_get(d, "profile"), *rule = json_object_object_get(d, "rule");
-                printf("%-12s %-12s %-16s %-40s %u\n", json_object_get_string(json_object_object_get(d, "device")),
-                       prof ? json_object_get_string(prof) : "-", rule ? json_object_get_string(rule) : "-", summary,
-                       drifts);
+                if (d->error)
+                        str_escape_buf(d->error, summary, sizeof(summary));
+                printf("%-12s %-12s %-16s %-40s %" PRIu64 "\n", esc(d->device), esc(d->profile ?: "-"),
+                       esc(d->rule ?: "-"), summary, drifts);
         }
-        status_nvme_controllers(devs);
+        status_nvme_controllers(&st);
         /* Anything not as desired, spelled out. */
-        for (size_t i = 0; i < json_object_array_length(devs); i++) {
-                json_object *d = json_object_array_get_idx(devs, i), *settings = NULL, *f;
-                json_object_object_get_ex(d, "settings", &settings);
-                for (size_t k = 0; settings && k < json_object_array_length(settings); k++) {
-                        json_object *e = json_object_array_get_idx(settings, k);
-                        const char *state = json_object_get_string(json_object_object_get(e, "state"));
-                        const char *note;
-                        if (!state || streq(state, "ok") || streq(state, "changed") || streq(state, "unsupported") ||
-                            streq(state, "managed"))
+        for (size_t i = 0; i < st.n_devices; i++) {
+                const StatusDevice *d = &st.devices[i];
+                for (size_t k = 0; k < d->n_settings; k++) {
+                        const StatusSetting *e = &d->settings[k];
+                        if (streq(e->state, "ok") || streq(e->state, "changed") || streq(e->state, "unsupported") ||
+                            streq(e->state, "managed"))
                                 continue;
-                        f = json_object_object_get(e, "note");
-                        note = f ? json_object_get_string(f) : NULL;
-                        json_object *obj = json_object_object_get(e, "object");
-                        printf("  %s %s: %s (desired %s, observed %s)%s%s\n",
-                               json_object_get_string(json_object_object_get(d, "device")),
-                               json_object_get_string(obj ?: json_object_object_get(e, "knob")), state,
-                               json_object_get_string(json_object_object_get(e, "effective")),
-                               json_object_get_string(json_object_object_get(e, "observed")), note ? ": " : "",
-                               note ?: "");
+                        printf("  %s %s: %s (desired %s, observed %s)%s%s\n", esc(d->device), esc(e->object ?: e->knob),
+                               esc(e->state), esc(e->effective ?: "-"), esc(e->observed ?: "-"), e->note ? ": " : "",
+                               esc(e->note ?: ""));
                 }
         }
-        json_object_put(j);
+        status_done(&st);
         return ex;
 }

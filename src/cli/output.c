@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "escape.h"
 #include "nvme-feature.h"
 #include "util.h"
 
@@ -172,7 +173,7 @@ void output_json_print(json_object *j) {
 const char *output_setting_label(const Setting *s, char *buf, size_t size) {
         if (!s->object)
                 return s->knob->name;
-        snprintf(buf, size, "%s", s->object);
+        str_escape_buf(s->object, buf, size);
         return buf;
 }
 
@@ -190,14 +191,14 @@ void output_plan_table(const Plan *p, bool dry_run, bool show_ok) {
 
         for (size_t i = 0; i < p->n; i++) {
                 const DevicePlan *dp = p->devices[i];
-                wd = MAX(wd, (int) strlen(dp->device->name));
-                wp = MAX(wp, (int) strlen(dp->profile ?: "-"));
+                wd = MAX(wd, (int) strlen(esc(dp->device->name)));
+                wp = MAX(wp, (int) strlen(esc(dp->profile ?: "-")));
                 for (size_t k = 0; k < dp->n_settings; k++) {
                         const Setting *s = &dp->settings[k];
                         char lb[128];
                         wk = MAX(wk, (int) strlen(output_setting_label(s, lb, sizeof(lb))));
-                        wc = MAX(wc, (int) strlen(s->observed ?: "-"));
-                        wx = MAX(wx, (int) strlen(s->effective ?: s->desired));
+                        wc = MAX(wc, (int) strlen(esc(s->observed ?: "-")));
+                        wx = MAX(wx, (int) strlen(esc(s->effective ?: s->desired)));
                         ws = MAX(ws, (int) strlen(state_label(s, dry_run)));
                 }
         }
@@ -208,14 +209,14 @@ void output_plan_table(const Plan *p, bool dry_run, bool show_ok) {
                 const DevicePlan *dp = p->devices[i];
 
                 if (dp->excluded) {
-                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  excluded by rule %s\n", wd, dp->device->name, wk,
-                               "-", wc, "-", wx, "-", ws, "-", wp, "-", dp->rule);
+                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  excluded by rule %s\n", wd, esc(dp->device->name), wk,
+                               "-", wc, "-", wx, "-", ws, "-", wp, "-", esc(dp->rule));
                         any = true;
                         continue;
                 }
                 if (dp->error) {
-                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %s\n", wd, dp->device->name, wk, "-", wc, "-", wx,
-                               "-", ws, "failed", wp, dp->profile ?: "-", dp->error);
+                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %s\n", wd, esc(dp->device->name), wk, "-", wc, "-", wx,
+                               "-", ws, "failed", wp, esc(dp->profile ?: "-"), esc(dp->error));
                         any = true;
                         continue;
                 }
@@ -224,13 +225,13 @@ void output_plan_table(const Plan *p, bool dry_run, bool show_ok) {
                         char lb[128];
                         if (!show_ok && s->state == STATE_OK)
                                 continue;
-                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  ", wd, dp->device->name, wk,
+                        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  ", wd, esc(dp->device->name), wk,
                                output_setting_label(s, lb, sizeof(lb)), wc,
-                               s->observed ?: "-", wx, s->effective ?: s->desired, ws, state_label(s, dry_run), wp,
-                               dp->profile);
+                               esc(s->observed ?: "-"), wx, esc(s->effective ?: s->desired), ws, state_label(s, dry_run), wp,
+                               esc(dp->profile));
                         if (s->previous)
-                                printf("was %s%s", s->previous, s->note ? "; " : "");
-                        printf("%s\n", s->note ?: "");
+                                printf("was %s%s", esc(s->previous), s->note ? "; " : "");
+                        printf("%s\n", esc(s->note ?: ""));
                         any = true;
                 }
         }

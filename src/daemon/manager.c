@@ -14,6 +14,7 @@
 #include "log.h"
 #include "manager.h"
 #include "metrics.h"
+#include "rootfs.h"
 #include "nvme-apply.h"
 #include "originals.h"
 #include "reconcile.h"
@@ -87,11 +88,12 @@ int manager_new(const char *root, const char *config_dir, Manager **ret) {
         m->root = strdup(root && !streq(root, "/") ? root : "");
         if (!m->root)
                 return -ENOMEM;
-        if (asprintf_safe(&m->originals_dir, "%s%s/originals", m->root, IOTUNED_RUN_DIR) < 0 ||
-            asprintf_safe(&m->modprobe_dropin, "%s%s", m->root, NVME_MODPROBE_DROPIN) < 0 ||
-            asprintf_safe(&m->status_path, "%s%s/status.json", m->root, IOTUNED_RUN_DIR) < 0 ||
-            asprintf_safe(&m->bans_path, "%s%s/%s", m->root, IOTUNED_RUN_DIR, IRQBALANCE_BANS_RECORD) < 0)
-                return -ENOMEM;
+        /* Under --root: resolved inside the root (rootfs.h). */
+        if ((r = root_resolve(root, IOTUNED_RUN_DIR "/originals", &m->originals_dir)) < 0 ||
+            (r = root_resolve(root, NVME_MODPROBE_DROPIN, &m->modprobe_dropin)) < 0 ||
+            (r = root_resolve(root, IOTUNED_RUN_DIR "/status.json", &m->status_path)) < 0 ||
+            (r = root_resolve(root, IOTUNED_RUN_DIR "/" IRQBALANCE_BANS_RECORD, &m->bans_path)) < 0)
+                return r;
         r = config_paths_default(m->root, config_dir, &m->paths);
         if (r < 0)
                 return r;
@@ -107,11 +109,43 @@ int manager_new(const char *root, const char *config_dir, Manager **ret) {
 
 /* ---- reporting ---------------------------------------------------------------- */
 
+/* The metrics textfile, before status.json: whoever sees a new status file finds
+ * the metrics of the same state. */
+static void manager_write_metrics(Manager *m) {
+        int r;
+
+        if (m->config->metrics_textfile) {
+                _cleanup_free_ char *path = NULL;
+                MetricsCounters mc = {
+                        .drifts_corrected = m->drifts_corrected,
+                        .conflicts = m->conflicts,
+                        .reload_failures = m->reload_failures,
+                        .last_reconcile_usec = m->last_check_usec ?: now_usec(CLOCK_REALTIME),
+                };
+                /* A refusal is said once, until it changes or the file is written again. */
+                static char *last_refusal = NULL;
+                _cleanup_free_ char *reason = NULL;
+                if (root_resolve(m->root, m->config->metrics_textfile, &path) >= 0) {
+                        r = metrics_write(path, m->config, &m->plan, &mc, &reason);
+                        if (r >= 0) {
+                                free(last_refusal);
+                                last_refusal = NULL;
+                        } else if (reason && !streq_ptr(reason, last_refusal)) {
+                                log_error("Not writing the metrics textfile %s: %s", path, reason);
+                                free(last_refusal);
+                                last_refusal = TAKE_PTR(reason);
+                        } else if (!reason)
+                                log_warning_errno(r, "Cannot write the metrics textfile %s: %m", path);
+                }
+        }
+}
+
 static void manager_write_status(Manager *m) {
         json_object *j = output_json_new("status"), *body = output_plan_json(&m->plan, false), *d;
         const char *text;
         int r;
 
+        manager_write_metrics(m);
         if (!j || !body) {
                 json_object_put(j);
                 json_object_put(body);
@@ -138,23 +172,11 @@ static void manager_write_status(Manager *m) {
         }
         json_object_object_add(j, "daemon", d);
         text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-        r = write_file_atomic(m->status_path, text, strlen(text));
+        r = write_file_atomic_full(m->status_path, text, strlen(text), WRITE_FILE_EXCL_TEMP);
         if (r < 0)
                 log_warning_errno(r, "Cannot write %s: %m", m->status_path);
         json_object_put(j);
 
-        if (m->config->metrics_textfile) {
-                _cleanup_free_ char *path = NULL;
-                MetricsCounters mc = {
-                        .drifts_corrected = m->drifts_corrected,
-                        .conflicts = m->conflicts,
-                        .reload_failures = m->reload_failures,
-                        .last_reconcile_usec = m->last_check_usec ?: now_usec(CLOCK_REALTIME),
-                };
-                if (asprintf_safe(&path, "%s%s", m->root, m->config->metrics_textfile) >= 0 &&
-                    (r = metrics_write(path, m->config, &m->plan, &mc)) < 0)
-                        log_warning_errno(r, "Cannot write the metrics textfile %s: %m", path);
-        }
 }
 
 /* "6 devices: latency 4, throughput 2; 3 drifts corrected; 1 conflict" */
@@ -697,6 +719,11 @@ static int manager_tune_device(Manager *m, Device *d) {
         r = plan_device(m->config, d, &m->ctx, &p);
         if (r < 0)
                 return r;
+        r = device_plan_confine_to_root(p, m->root); /* --root: vector files inside it */
+        if (r < 0) {
+                device_plan_free(p);
+                return r;
+        }
         plan_drop_claimed_irqs(p, m->plan.devices, m->plan.n);
         module_targets(m, p, targets);
         /* A rebind brings the disks back as new devices, which come through here again:
@@ -778,12 +805,16 @@ static DiscoveryFilter manager_filter(const Manager *m) {
 
 /* Vectors come and go with devices: re-read /proc/interrupts before planning. */
 static void manager_refresh_irqs(Manager *m) {
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *text = NULL;
         IrqTable t = {};
-        if (asprintf_safe(&path, "%s/proc/interrupts", m->root) < 0)
-                return;
-        if (irq_table_load(path, &t) < 0)
+        int r = root_read_file(m->root, "/proc/interrupts", IRQ_TABLE_FILE_MAX, &text);
+        if (r >= 0)
+                r = irq_table_parse(text, &t);
+        if (r < 0) {
+                if (r != -ENOENT)
+                        log_debug("Cannot read %s/proc/interrupts: %s", m->root, file_strerror(r));
                 return; /* keep the previous names */
+        }
         irq_table_done(&m->irqs);
         m->irqs = t;
 }
@@ -1190,7 +1221,7 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
         if (m->config->metrics_textfile) {
                 /* Stale numbers are worse than none: node_exporter then reports no iotuned_* series. */
                 _cleanup_free_ char *path = NULL;
-                if (asprintf_safe(&path, "%s%s", m->root, m->config->metrics_textfile) >= 0)
+                if (root_resolve(m->root, m->config->metrics_textfile, &path) >= 0)
                         (void) unlink(path);
         }
         return sd_event_exit(sd_event_source_get_event(s), 0);

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fileio.h"
 #include "metrics.h"
@@ -70,10 +71,53 @@ int metrics_format(const Config *c, const Plan *p, const MetricsCounters *m, cha
         return 0;
 }
 
-int metrics_write(const char *path, const Config *c, const Plan *p, const MetricsCounters *m) {
+int metrics_check_dir(const char *path, uid_t owner, char **ret_reason) {
+        _cleanup_free_ char *dir = NULL;
+        struct stat st;
+        char *slash;
+
+        dir = strdup(path);
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (!slash)
+                return -EINVAL;
+        if (slash == dir)
+                slash[1] = 0; /* "/metrics.prom": the root directory */
+        else
+                *slash = 0;
+        if (stat(dir, &st) < 0) {
+                int r = negative_errno();
+                if (r == -ENOENT)
+                        return 0; /* write_file_atomic() creates it: root's, 0755 */
+                (void) asprintf_safe(ret_reason, "cannot check directory %s: %s", dir, strerror(-r));
+                return r;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                (void) asprintf_safe(ret_reason, "%s is not a directory", dir);
+                return -ENOTDIR;
+        }
+        /* Whoever may write in the directory can swap the file the collector reads, or
+         * race the rename: only a directory that only root (the daemon) writes. */
+        if (st.st_uid != owner || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+                (void) asprintf_safe(ret_reason,
+                                     "refusing to write into directory %s (owner uid %u, mode %04o): it must be owned "
+                                     "by uid %u and not writable by group or others",
+                                     dir, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777), (unsigned) owner);
+                return -EPERM;
+        }
+        return 0;
+}
+
+int metrics_write(const char *path, const Config *c, const Plan *p, const MetricsCounters *m, char **ret_reason) {
         _cleanup_free_ char *text = NULL;
-        int r = metrics_format(c, p, m, &text);
+        int r;
+
+        r = metrics_check_dir(path, 0, ret_reason);
         if (r < 0)
                 return r;
-        return write_file_atomic(path, text, strlen(text));
+        r = metrics_format(c, p, m, &text);
+        if (r < 0)
+                return r;
+        return write_file_atomic_full(path, text, strlen(text), WRITE_FILE_EXCL_TEMP);
 }

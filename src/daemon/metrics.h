@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "plan.h"
@@ -16,4 +17,10 @@ typedef struct MetricsCounters {
 } MetricsCounters;
 
 int metrics_format(const Config *c, const Plan *p, const MetricsCounters *m, char **ret);
-int metrics_write(const char *path, const Config *c, const Plan *p, const MetricsCounters *m);
+/* The textfile's directory must be a directory owned by `owner` (root for the
+ * daemon) that neither group nor others may write: -EPERM (or the stat error,
+ * -ENOTDIR) otherwise, with *ret_reason naming the directory, its owner and mode. */
+int metrics_check_dir(const char *path, uid_t owner, char **ret_reason);
+
+/* metrics_check_dir(path, 0), then the file, written with an O_EXCL temporary. */
+int metrics_write(const char *path, const Config *c, const Plan *p, const MetricsCounters *m, char **ret_reason);

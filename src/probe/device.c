@@ -2,12 +2,15 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <glob.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "device.h"
 #include "fileio.h"
+#include "escape.h"
+#include "log.h"
 #include "util.h"
 
 Device *device_free(Device *d) {
@@ -48,12 +51,13 @@ const char *device_property(const Device *d, const char *key) {
 }
 
 char *attr_trimmed(struct udev_device *u, const char *attr) {
-        const char *v = u ? udev_device_get_sysattr_value(u, attr) : NULL;
-        char *c;
-        if (!v)
+        /* Through fileio rather than libudev's sysattr cache, which would open a FIFO
+         * in a test tree and wait on it forever: a regular file or nothing. */
+        const char *syspath = u ? udev_device_get_syspath(u) : NULL;
+        char *c = NULL;
+        if (!syspath || read_attr_at(syspath, attr, &c) < 0)
                 return NULL;
-        c = strdup(v);
-        if (c && !*strstrip(c)) {
+        if (!*strstrip(c)) {
                 free(c);
                 return NULL;
         }
@@ -278,7 +282,7 @@ int device_probe(struct udev_device *u, Device **ret) {
 
         pci = udev_device_get_parent_with_subsystem_devtype(u, "pci", NULL);
         if (pci) {
-                const char *n = udev_device_get_sysattr_value(pci, "numa_node");
+                _cleanup_free_ char *n = attr_trimmed(pci, "numa_node");
                 int node;
                 if (n && safe_atoi(n, &node) == 0)
                         d->numa_node = node;
@@ -288,8 +292,15 @@ int device_probe(struct udev_device *u, Device **ret) {
                 d->diskseq = NULL;
         if (read_attr_at(d->syspath, "size", &v) == 0) {
                 uint64_t sectors;
-                if (safe_atou64(strstrip(v), &sectors) == 0)
-                        d->size_bytes = sectors * 512; /* always 512-byte units (block/genhd.c) */
+                /* Always 512-byte units (block/genhd.c); the kernel keeps a size in bytes
+                 * within LLONG_MAX, so a count whose byte size would not fit 64 bits is
+                 * not a real one: the size stays unknown (0) rather than wrapping. */
+                if (safe_atou64(strstrip(v), &sectors) == 0) {
+                        if (__builtin_mul_overflow(sectors, UINT64_C(512), &d->size_bytes)) {
+                                log_debug("%s: size of %" PRIu64 " sectors overflows, ignored.", esc(d->name), sectors);
+                                d->size_bytes = 0;
+                        }
+                }
         }
         d->rotational = read_uint_attr(d->syspath, "queue/rotational") == 1;
         d->max_hw_sectors_kb = read_uint_attr(d->syspath, "queue/max_hw_sectors_kb");

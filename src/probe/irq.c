@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fileio.h"
 #include "irq.h"
+#include "log.h"
 #include "util.h"
 
 void irq_table_done(IrqTable *t) {
@@ -31,65 +33,172 @@ static char *names_of(char *rest) {
         return NULL;
 }
 
-int irq_table_load(const char *path, IrqTable *ret) {
-        _cleanup_free_ char *text = NULL;
+/* A decimal number of at most `max`, with no sign, no spaces, no leading zeros
+ * beyond "0": the digits at *p, which is moved past them. -ERANGE above max,
+ * -EINVAL when there is no digit. */
+static int parse_bounded(const char **p, unsigned max, unsigned *ret) {
+        const char *s = *p;
+        uint64_t v = 0;
+
+        if (!isdigit((unsigned char) *s))
+                return -EINVAL;
+        if (s[0] == '0' && isdigit((unsigned char) s[1]))
+                return -EINVAL;
+        for (; isdigit((unsigned char) *s); s++) {
+                v = v * 10 + (uint64_t) (*s - '0');
+                if (v > max) {
+                        while (isdigit((unsigned char) *s))
+                                s++;
+                        *p = s;
+                        return -ERANGE;
+                }
+        }
+        *p = s;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+static int cmp_irq_name(const void *a, const void *b) {
+        const IrqName *x = a, *y = b;
+        return x->irq < y->irq ? -1 : x->irq > y->irq;
+}
+
+int irq_table_parse(char *text, IrqTable *ret) {
         IrqTable t = {};
-        char *line, *save = NULL;
-        int r, ncpu = 0;
+        size_t allocated = 0;
+        char *line, *next;
+        int ncpu = -1;
 
-        r = read_full_file(path, 16u << 20, &text);
-        if (r < 0)
-                return r;
-        for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                char *p = line, *end, *names;
-                unsigned long irq;
-                IrqName *n;
+        for (line = text; line && *line; line = next) {
+                char *p = line, *names;
+                const char *q;
+                unsigned irq;
+                size_t len;
+                int r;
 
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                len = next ? (size_t) (next - line - 1) : strlen(line);
+                if (len > IRQ_TABLE_LINE_MAX) {
+                        log_debug("/proc/interrupts: a line of %zu bytes, skipped.", len);
+                        continue;
+                }
                 while (isspace((unsigned char) *p))
                         p++;
                 if (str_startswith(p, "CPU")) {
-                        for (char *q = p; (q = strstr(q, "CPU")); q += 3)
-                                ncpu++;
+                        /* The header: one "CPUn" per online CPU (kernel/irq/proc.c show_interrupts). */
+                        if (ncpu >= 0) {
+                                log_debug("/proc/interrupts: a second CPU header, skipped.");
+                                continue;
+                        }
+                        ncpu = 0;
+                        for (char *c = p; (c = strstr(c, "CPU")); c += 3)
+                                if (++ncpu > IRQ_TABLE_CPU_MAX) {
+                                        log_debug("/proc/interrupts: more than %d CPUs in the header.",
+                                                  IRQ_TABLE_CPU_MAX);
+                                        irq_table_done(&t);
+                                        return -E2BIG;
+                                }
                         continue;
                 }
                 if (!isdigit((unsigned char) *p))
                         continue;
-                irq = strtoul(p, &end, 10);
-                if (*end != ':')
+                q = p;
+                r = parse_bounded(&q, IRQ_NUMBER_MAX, &irq);
+                if (r < 0 || *q != ':') {
+                        if (r == -ERANGE)
+                                log_debug("/proc/interrupts: IRQ number above %u, row skipped.", IRQ_NUMBER_MAX);
                         continue;
-                p = end + 1;
-                for (int c = 0; c < ncpu; c++) { /* skip the per-CPU counts */
-                        while (isspace((unsigned char) *p))
-                                p++;
-                        while (isdigit((unsigned char) *p))
-                                p++;
+                }
+                p = (char *) q + 1;
+                /* Skip the per-CPU counts: at most one per CPU, and no further than the
+                 * first token that is not a count, so a row costs its own length. */
+                for (int c = 0; c < ncpu; c++) {
+                        char *c_end = p;
+                        while (isspace((unsigned char) *c_end))
+                                c_end++;
+                        if (!isdigit((unsigned char) *c_end))
+                                break;
+                        while (isdigit((unsigned char) *c_end))
+                                c_end++;
+                        p = c_end;
                 }
                 names = names_of(p);
                 if (!names)
                         continue;
-                n = realloc(t.items, (t.n + 1) * sizeof(IrqName));
-                if (!n) {
-                        free(names);
-                        irq_table_done(&t);
-                        return -ENOMEM;
+                if (t.n == allocated) {
+                        size_t want = MAX(allocated * 2, (size_t) 64);
+                        IrqName *n = reallocarray(t.items, want, sizeof(IrqName));
+                        if (!n) {
+                                free(names);
+                                irq_table_done(&t);
+                                return -ENOMEM;
+                        }
+                        t.items = n;
+                        allocated = want;
                 }
-                t.items = n;
-                t.items[t.n++] = (IrqName) { .irq = (unsigned) irq, .name = names };
+                t.items[t.n++] = (IrqName) { .irq = irq, .name = names };
+        }
+        if (t.n > 1) {
+                /* Sorted for lookups; of two rows for one IRQ the first is kept. */
+                size_t w = 1;
+                for (size_t i = 0; i < t.n; i++)
+                        t.items[i].order = i;
+                qsort(t.items, t.n, sizeof(IrqName), cmp_irq_name);
+                for (size_t i = 1; i < t.n; i++) {
+                        if (t.items[i].irq == t.items[w - 1].irq) {
+                                log_debug("/proc/interrupts: IRQ %u listed twice, the later row skipped.",
+                                          t.items[i].irq);
+                                if (t.items[i].order < t.items[w - 1].order) {
+                                        free(t.items[w - 1].name);
+                                        t.items[w - 1] = t.items[i];
+                                } else
+                                        free(t.items[i].name);
+                                continue;
+                        }
+                        t.items[w++] = t.items[i];
+                }
+                t.n = w;
         }
         *ret = t;
         return 0;
 }
 
+int irq_table_load(const char *path, IrqTable *ret) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_full_file(path, IRQ_TABLE_FILE_MAX, &text);
+        if (r < 0)
+                return r;
+        return irq_table_parse(text, ret);
+}
+
 const char *irq_table_name(const IrqTable *t, unsigned irq) {
-        for (size_t i = 0; i < t->n; i++)
-                if (t->items[i].irq == irq)
-                        return t->items[i].name;
-        return NULL;
+        IrqName key = { .irq = irq };
+        const IrqName *n;
+
+        if (t->n == 0)
+                return NULL;
+        n = bsearch(&key, t->items, t->n, sizeof(IrqName), cmp_irq_name);
+        return n ? n->name : NULL;
+}
+
+/* "<prefix><number>" at s: the number (at most max), and where it ends. */
+static bool prefixed_number(const char *s, const char *prefix, unsigned max, unsigned *ret, const char **ret_end) {
+        if (!str_startswith(s, prefix))
+                return false;
+        s += strlen(prefix);
+        if (parse_bounded(&s, max, ret) < 0)
+                return false;
+        *ret_end = s;
+        return true;
 }
 
 void irq_classify(const char *name, int *ret_queue, IrqManaged *ret_managed) {
+        const char *e;
         unsigned a, b;
-        int n = 0;
 
         *ret_queue = -1;
         *ret_managed = IRQ_MANAGED_NO;
@@ -97,8 +206,10 @@ void irq_classify(const char *name, int *ret_queue, IrqManaged *ret_managed) {
                 return;
         /* drivers/nvme/host/pci.c: queue 0 is the admin queue (its vector is a
          * pre_vector, not managed); I/O queue qid serves blk-mq hctx qid-1 and its
-         * vector is affinity-managed (pci_alloc_irq_vectors_affinity). */
-        if (sscanf(name, "nvme%uq%u%n", &a, &b, &n) == 2 && name[n] == 0) {
+         * vector is affinity-managed (pci_alloc_irq_vectors_affinity). qid is at
+         * most 65535 (a 16-bit queue identifier in the NVMe spec). */
+        if (prefixed_number(name, "nvme", UINT16_MAX, &a, &e) && prefixed_number(e, "q", UINT16_MAX, &b, &e) &&
+            *e == 0) {
                 if (b > 0) {
                         *ret_queue = (int) b - 1;
                         *ret_managed = IRQ_MANAGED_PREDICTED;
@@ -107,7 +218,8 @@ void irq_classify(const char *name, int *ret_queue, IrqManaged *ret_managed) {
         }
         /* drivers/virtio/virtio_pci_common.c: "virtioN-config" is unmanaged, the
          * per-virtqueue "virtioN-req.Q" vectors of virtio-blk are managed. */
-        if (sscanf(name, "virtio%u-req.%u%n", &a, &b, &n) == 2 && name[n] == 0) {
+        if (prefixed_number(name, "virtio", INT32_MAX, &a, &e) && prefixed_number(e, "-req.", UINT16_MAX, &b, &e) &&
+            *e == 0) {
                 *ret_queue = (int) b;
                 *ret_managed = IRQ_MANAGED_PREDICTED;
         }
@@ -193,7 +305,7 @@ int device_irq_vectors(const Device *d, const IrqTable *t, IrqVectors *ret) {
         if (dh) {
                 while ((de = readdir(dh))) {
                         unsigned irq;
-                        if (safe_atou(de->d_name, &irq) < 0)
+                        if (safe_atou(de->d_name, &irq) < 0 || irq > IRQ_NUMBER_MAX)
                                 continue;
                         r = add_vector(&v, irq, t);
                         if (r < 0) {
@@ -208,7 +320,7 @@ int device_irq_vectors(const Device *d, const IrqTable *t, IrqVectors *ret) {
                 /* Legacy INTx: the function's one `irq` (0 = none). */
                 _cleanup_free_ char *s = NULL;
                 unsigned irq;
-                if (read_attr_at(v.pci_dir, "irq", &s) == 0 && safe_atou(strstrip(s), &irq) == 0 && irq > 0 &&
+                if (read_attr_at(v.pci_dir, "irq", &s) == 0 && safe_atou(strstrip(s), &irq) == 0 && irq > 0 && irq <= IRQ_NUMBER_MAX &&
                     (r = add_vector(&v, irq, t)) < 0) {
                         irq_vectors_done(&v);
                         return r;

@@ -13,7 +13,18 @@
 typedef struct IrqName {
         unsigned irq;
         char *name;     /* the action name(s), e.g. "nvme0q1" */
+        size_t order;   /* row in the file */
 } IrqName;
+
+/* Bounds on what /proc/interrupts may hold. IRQ numbers are below
+ * IRQ_BITMAP_BITS (NR_IRQS + 8196 on x86, kernel/irq/internal.h), far below 2^24;
+ * a larger number is not a real row and is skipped, so it never wraps to another
+ * IRQ or to a negative int in the plan. The CPU count matches the largest
+ * NR_CPUS distributions build with. A line holds one count per CPU. */
+#define IRQ_NUMBER_MAX ((1u << 24) - 1)
+#define IRQ_TABLE_CPU_MAX 8192
+#define IRQ_TABLE_LINE_MAX (IRQ_TABLE_CPU_MAX * 12 + 4096)
+#define IRQ_TABLE_FILE_MAX (16u << 20)
 
 typedef struct IrqTable {
         IrqName *items;
@@ -24,6 +35,10 @@ void irq_table_done(IrqTable *t);
 /* Parse /proc/interrupts (path given for tests). Lines without a numeric IRQ
  * (NMI, LOC, ...) are skipped. */
 int irq_table_load(const char *path, IrqTable *ret);
+/* The same from the text (modified in place). Linear in its size; rows out of
+ * range, overlong lines and repeated IRQs are skipped (debug note); -E2BIG for a
+ * header of more than IRQ_TABLE_CPU_MAX CPUs. */
+int irq_table_parse(char *text, IrqTable *ret);
 const char *irq_table_name(const IrqTable *t, unsigned irq);
 
 typedef enum IrqManaged {

@@ -42,7 +42,9 @@ static int open_ctrl(const NvmeCtrl *c, char **ret_why) {
                         *ret_why = strdup("the controller has no device node");
                 return -ENODEV;
         }
-        fd = open(c->devnode, O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: something other than the controller's character device at its
+         * node (a FIFO) must not block the open; its ioctls then simply fail. */
+        fd = open(c->devnode, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0) {
                 int r = -errno;
                 if (ret_why)
@@ -162,7 +164,7 @@ static void identify(NvmeCtrl *c) {
 int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
         _cleanup_(nvme_ctrl_freep) NvmeCtrl *c = calloc(1, sizeof(NvmeCtrl));
         _cleanup_free_ char *pm = NULL;
-        const char *n;
+        char *n;
         int node;
 
         if (!c)
@@ -181,9 +183,10 @@ int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
         c->state = attr_trimmed(u, "state");
         c->numa_node = -1;
         c->coalescing_changeable = -1;
-        n = udev_device_get_sysattr_value(u, "numa_node");
+        n = attr_trimmed(u, "numa_node");
         if (n && safe_atoi(n, &node) == 0)
                 c->numa_node = node;
+        free(n);
         c->queue_count = sysattr_uint(u, "queue_count");
         c->sqsize = sysattr_uint(u, "sqsize");
         pm = path_join(c->syspath, "power/pm_qos_latency_tolerance_us");

@@ -463,6 +463,161 @@ class CliTest(unittest.TestCase):
         self.run_cli("restore")
         self.assertFalse(os.path.exists(dropin), "restore removes the drop-in it owns")
 
+    # -- hostile runtime input ---------------------------------------------
+    def run_cli_quick(self, *args, expect=0, timeout=20):
+        """run_cli, but a hang (a FIFO read) fails the test instead of the suite."""
+        try:
+            p = subprocess.run([IOTUNECTL, "--root", self.root, *args], capture_output=True, text=True,
+                               timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.fail(f"iotunectl {' '.join(args)} did not return within {timeout} s")
+        if p.returncode != expect:
+            self.fail(f"iotunectl {' '.join(args)}: exit {p.returncode}, expected {expect}\n"
+                      f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+        return p
+
+    def write_status(self, doc):
+        path = os.path.join(self.root, "run/iotuned/status.json")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        return path
+
+    def test_status_malformed_exits_2_naming_the_member(self):
+        me = os.getpid()  # a live pid, so the file is not taken for a leftover
+        good_setting = {"knob": "scheduler", "state": "ok"}
+        cases = [
+            ({"daemon": {"pid": me}, "devices": [{"device": "sda", "settings": [{"knob": "x", "state": None}]}]},
+             "devices[0].settings[0].state: expected a string, not null"),
+            ({"daemon": {"pid": me}, "devices": {"sda": {}}}, "devices: expected an array"),
+            ({"daemon": {"pid": me}, "devices": [{"device": "sda", "settings": "ok"}]},
+             "devices[0].settings: expected an array"),
+            ({"daemon": {"pid": me}, "devices": [{"device": "sda", "settings": [good_setting]},
+                                                 {"device": "sdb", "settings": [good_setting, 7]}]},
+             "devices[1].settings[1]: expected an object"),
+            ({"daemon": {"pid": str(me)}, "devices": []}, "daemon.pid: expected an integer"),
+            ({"daemon": {"pid": me, "irqbalance": {"state": 5}}, "devices": []},
+             "daemon.irqbalance.state: expected a string"),
+            ("[1, 2", "(document): not JSON"),
+            ("", "(document): empty"),
+        ]
+        for doc, message in cases:
+            path = self.write_status(doc)
+            for extra in ([], ["--json"]):
+                p = self.run_cli_quick(*extra, "status", expect=2)
+                self.assertIn(f"{path}: {message}", p.stderr)
+                self.assertEqual(p.stdout, "")
+
+    def test_status_escapes_what_the_file_says(self):
+        self.write_status({"daemon": {"pid": os.getpid(), "irqbalance": {"state": "up\x1b]0;pwned\x07"}},
+                           "devices": [{"device": "sd\x1b[2Ja", "profile": "p\nq", "rule": None,
+                                        "settings": [{"knob": "scheduler", "state": "drifted",
+                                                      "effective": "none", "observed": "\x9b31m",
+                                                      "note": "bad\rnote"}]}]})
+        out = self.run_cli_quick("status", expect=1).stdout
+        self.assertNotIn("\x1b", out)
+        self.assertNotIn("\r", out)
+        self.assertNotIn("\x9b", out)
+        self.assertIn("irqbalance: up\\e]0;pwned\\a", out)
+        self.assertIn("sd\\e[2Ja scheduler: drifted (desired none, observed \\xc2\\x9b31m): bad\\rnote", out)
+        self.assertIn("p\\nq", out)
+
+    def test_status_file_that_is_a_fifo_or_link(self):
+        path = os.path.join(self.root, "run/iotuned/status.json")
+        os.makedirs(os.path.dirname(path))
+        os.mkfifo(path)
+        p = self.run_cli_quick("status", expect=2)
+        self.assertIn("not a regular file", p.stderr)
+        os.unlink(path)
+        os.symlink("/etc/passwd", path)
+        p = self.run_cli_quick("status", expect=2)
+        self.assertIn("Too many levels of symbolic links", p.stderr)
+
+    def test_fifos_are_refused_not_waited_on(self):
+        self.bed.nvme(0, irqs=[40, 41])
+        self.fake_proc({40: "nvme0q0", 41: "nvme0q1"})
+        os.unlink(os.path.join(self.root, "proc/interrupts"))
+        os.mkfifo(os.path.join(self.root, "proc/interrupts"))
+        os.unlink(os.path.join(self.root, "proc/irq/40/smp_affinity_list"))
+        os.mkfifo(os.path.join(self.root, "proc/irq/40/smp_affinity_list"))
+        for a in ("queue/nomerges", "wwid"):  # read by iotunectl, and by what libudev would read
+            attr = self.bed.attr_path("nvme0n1", a)
+            os.unlink(attr)
+            os.mkfifo(attr)
+        for verb, code in (("plan", 2), ("verify", 2), ("explain nvme0n1", 0)):
+            p = self.run_cli_quick(*verb.split(), expect=code)
+            self.assertIn("/proc/interrupts: not a regular file; vectors are not named", p.stderr)
+            self.assertRegex(p.stdout, r"nomerges\s+.*not a regular file")
+            self.assertRegex(p.stdout, r"irq 40\s+.*not a regular file")
+        doc = json.loads(self.run_cli_quick("--json", "plan", expect=2).stdout)
+        s = self.settings(doc["devices"][0])
+        self.assertEqual(s["nomerges"]["state"], "failed")
+
+    def test_root_links_never_lead_out_of_the_root(self):
+        outside = tempfile.mkdtemp(prefix="iotuned-outside-")
+        self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
+        canary = os.path.join(outside, "interrupts")
+        with open(canary, "w") as f:
+            f.write("           CPU0       CPU1\n 40:  0  0  PCI-MSIX-0000:01:00.0   0-edge      CANARY\n")
+        cpus = os.path.join(outside, "cpus")
+        with open(cpus, "w") as f:
+            f.write("7\n")
+        self.bed.nvme(0, irqs=[40])
+        self.fake_proc({40: "nvme0q0"})
+        for target in (canary, "../" * 12 + canary.lstrip("/")):
+            os.unlink(os.path.join(self.root, "proc/interrupts"))
+            os.symlink(target, os.path.join(self.root, "proc/interrupts"))
+            aff = os.path.join(self.root, "proc/irq/40/smp_affinity_list")
+            os.unlink(aff)
+            os.symlink(target.replace("interrupts", "cpus"), aff)
+            p = self.run_cli_quick("--json", "plan", expect=2)
+            self.assertNotIn("CANARY", p.stdout + p.stderr)
+            vec = [s for s in json.loads(p.stdout)["devices"][0]["settings"] if s["irq"] == 40][0]
+            self.assertEqual(vec["object"], "irq 40")
+            self.assertNotEqual(vec["observed"], "7")
+            self.assertEqual(vec["state"], "failed")
+            # apply writes nothing outside either
+            self.run_cli_quick("apply", expect=2)
+            with open(cpus) as f:
+                self.assertEqual(f.read(), "7\n")
+        # a record directory that is a link out of the root: the record lands inside
+        shutil.rmtree(os.path.join(self.root, "proc"))
+        self.fake_proc({40: "nvme0q0"})
+        shutil.rmtree(os.path.join(self.root, "run"), ignore_errors=True)
+        os.symlink(outside, os.path.join(self.root, "run"))
+        self.bed.write("nvme0n1", "queue/rq_affinity", "1")  # something to write, so a record first
+        self.run_cli_quick("apply")
+        self.assertFalse(os.path.exists(os.path.join(outside, "iotuned")))
+        self.assertTrue(os.path.exists(os.path.join(self.root, outside.lstrip("/"), "iotuned/originals/nvme0n1.json")))
+
+    def test_corrupt_originals_record_is_reported_not_replaced(self):
+        self.bed.nvme(0)
+        rec = os.path.join(self.root, "run/iotuned/originals/nvme0n1.json")
+        os.makedirs(os.path.dirname(rec))
+        bad = '{"version": 1, "device": "nvme0n1", "values": {"rq_affinity": 2}}'
+        with open(rec, "w") as f:
+            f.write(bad)
+        p = self.run_cli_quick("apply", expect=2)
+        self.assertIn(f"Cannot record the original values of nvme0n1 in {rec}: not a valid originals record", p.stderr)
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "1", "nothing written")
+        with open(rec) as f:
+            self.assertEqual(f.read(), bad)
+        p = self.run_cli_quick("restore", expect=2)
+        self.assertIn("not a valid originals record", p.stdout)
+        self.assertTrue(os.path.exists(rec), "kept for a person to look at")
+
+    def test_escaped_sysfs_text_and_huge_size(self):
+        self.bed.nvme(0)
+        self.bed.write("nvme0n1", "wwid", "eui.\x1b[31mred\x7f")
+        self.bed.write("nvme0n1", "size", str(2**55))  # 2^64 bytes: does not fit
+        out = self.run_cli_quick("explain", "nvme0n1").stdout
+        self.assertNotIn("\x1b", out)
+        self.assertIn("wwn: eui.\\e[31mred\\x7f", out)
+        self.assertIn("size: 0 bytes", out)
+        doc = self.json_of("plan")
+        self.assertEqual(doc["devices"][0]["facts"]["wwn"], "eui.\x1b[31mred\x7f")  # JSON escapes it itself
+        self.assertEqual(doc["devices"][0]["facts"]["size_bytes"], 0)
+
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "fileio.h"
 #include "irq-placement.h"
@@ -51,6 +52,93 @@ TEST(proc_interrupts_vm_capture) {
         }
         ASSERT_TRUE(nvme_admin && nvme_io && ahci && virtio_req);
         irq_table_done(&t);
+}
+
+TEST(proc_interrupts_hostile_numbers) {
+        /* IRQ numbers past 2^24-1 (which used to wrap onto IRQ 36, or to a negative
+         * int in the plan), signs, leading zeros, a repeated IRQ: skipped. */
+        _cleanup_free_ char *path = fixture("proc-interrupts/hostile-numbers.txt");
+        IrqTable t = {};
+        ASSERT_INT_EQ(irq_table_load(path, &t), 0);
+        ASSERT_STREQ(irq_table_name(&t, 36), "nvme0q1");
+        ASSERT_STREQ(irq_table_name(&t, 16777215), "highest-ok");
+        ASSERT_TRUE(irq_table_name(&t, 16777216) == NULL);
+        ASSERT_TRUE(irq_table_name(&t, 16777216u + 36u) == NULL);
+        ASSERT_TRUE(irq_table_name(&t, 2147483684u) == NULL);
+        ASSERT_TRUE(irq_table_name(&t, 5) == NULL);
+        ASSERT_TRUE(irq_table_name(&t, 40) == NULL);
+        ASSERT_TRUE(irq_table_name(&t, 41) == NULL);
+        ASSERT_TRUE(irq_table_name(&t, 42) == NULL);
+        ASSERT_STREQ(irq_table_name(&t, 43), "short-ok");
+        for (size_t i = 0; i < t.n; i++) {
+                ASSERT_TRUE(t.items[i].irq <= IRQ_NUMBER_MAX);
+                ASSERT_TRUE(strncmp(t.items[i].name, "evil", 4) != 0);
+                ASSERT_TRUE(strcmp(t.items[i].name, "duplicate-36") != 0);
+        }
+        ASSERT_INT_EQ(t.n, 6); /* 36, 16777215, 37, 38, 39, 43 */
+        irq_table_done(&t);
+}
+
+TEST(proc_interrupts_queue_index_out_of_range) {
+        int q;
+        IrqManaged m;
+        irq_classify("nvme0q4294967295", &q, &m);
+        ASSERT_INT_EQ(q, -1);
+        ASSERT_INT_EQ(m, IRQ_MANAGED_NO);
+        irq_classify("nvme0q65536", &q, &m);
+        ASSERT_INT_EQ(q, -1);
+        irq_classify("nvme0q65535", &q, &m);
+        ASSERT_INT_EQ(q, 65534);
+        irq_classify("nvme4294967296q1", &q, &m);
+        ASSERT_INT_EQ(q, -1);
+        irq_classify("nvme0q-1", &q, &m);
+        ASSERT_INT_EQ(q, -1);
+        irq_classify("nvme0q 1", &q, &m);
+        ASSERT_INT_EQ(q, -1);
+        irq_classify("nvme0q+1", &q, &m);
+        ASSERT_INT_EQ(q, -1);
+        irq_classify("virtio0-req.99999999999", &q, &m);
+        ASSERT_INT_EQ(q, -1);
+        ASSERT_INT_EQ(m, IRQ_MANAGED_NO);
+        irq_classify("virtio0-req.-2", &q, &m);
+        ASSERT_INT_EQ(q, -1);
+}
+
+TEST(proc_interrupts_cpu_bound) {
+        _cleanup_free_ char *path = fixture("proc-interrupts/too-many-cpus.txt");
+        IrqTable t = {};
+        ASSERT_INT_EQ(irq_table_load(path, &t), -E2BIG);
+        ASSERT_TRUE(t.n == 0 && t.items == NULL);
+}
+
+TEST(proc_interrupts_parse_is_linear) {
+        /* 8192 CPUs in the header and 400000 rows of two counts (~6 MiB): each row
+         * used to walk 8192 count columns past its end, 3 * 10^9 steps. */
+        size_t size = 0;
+        char *text = NULL;
+        FILE *f = open_memstream(&text, &size);
+        IrqTable t = {};
+        struct timespec a, b;
+        ASSERT_TRUE(f);
+        for (int i = 0; i < IRQ_TABLE_CPU_MAX; i++)
+                fprintf(f, "CPU%d ", i);
+        fputc('\n', f);
+        for (int i = 0; i < 400000; i++)
+                fprintf(f, "%d: 1 2 IO-APIC 1-edge n%d\n", i, i);
+        /* and one overlong line, skipped */
+        for (int i = 0; i < IRQ_TABLE_LINE_MAX; i++)
+                fputc('1', f);
+        fputs(":\n", f);
+        fclose(f);
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        ASSERT_INT_EQ(irq_table_parse(text, &t), 0);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        free(text);
+        ASSERT_INT_EQ(t.n, 400000);
+        ASSERT_STREQ(irq_table_name(&t, 399999), "n399999");
+        irq_table_done(&t);
+        /* Linear: well under a second even under sanitizers on a loaded machine. */
+        ASSERT_TRUE((b.tv_sec - a.tv_sec) < 5);
 }
 
 TEST(classify_vectors) {
@@ -388,7 +476,8 @@ TEST(fewer_queues_than_cpus_and_all_isolated) {
         topology_done(&t);
 }
 
-TEST_MAIN(T(proc_interrupts_host_capture), T(proc_interrupts_vm_capture), T(classify_vectors), T(pci_function_lookup),
+TEST_MAIN(T(proc_interrupts_host_capture), T(proc_interrupts_vm_capture), T(proc_interrupts_hostile_numbers),
+          T(proc_interrupts_queue_index_out_of_range), T(proc_interrupts_cpu_bound), T(proc_interrupts_parse_is_linear), T(classify_vectors), T(pci_function_lookup),
           T(irqbalance_setup_reply), T(bans_record_roundtrip), T(bans_record_untrusted), T(bans_record_files),
           T(write_file_atomic_excl_temp), T(queue_local), T(node_local_and_spread_round_robin), T(explicit_cpus),
           T(fewer_queues_than_cpus_and_all_isolated))

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The daemon's state file (/run/iotuned/status.json), read as untrusted input:
+ * every member `iotunectl status` uses is type-checked here, once, so the
+ * printing code never touches json-c. Strings point into `root`. */
+
+struct json_object;
+
+typedef struct StatusSetting {
+        const char *knob, *object, *state, *effective, *observed, *note;
+        unsigned drifts;
+} StatusSetting;
+
+typedef struct StatusNvme {
+        const char *controller, *address, *transport, *model, *firmware;
+        bool has_maps;
+        unsigned maps_default, maps_read, maps_poll;
+        int apst_supported;     /* -1 unknown */
+} StatusNvme;
+
+typedef struct StatusDevice {
+        const char *device, *profile, *rule, *error;
+        bool excluded;
+        StatusNvme *nvme;       /* NULL when not an NVMe disk */
+        StatusSetting *settings;
+        size_t n_settings;
+} StatusDevice;
+
+typedef struct Status {
+        struct json_object *root;
+        int pid;
+        bool has_drifts_corrected;
+        unsigned drifts_corrected, conflicts;
+        const char *irqbalance_state;
+        StatusDevice *devices;
+        size_t n_devices;
+} Status;
+
+/* The largest status file read: a few KiB per disk. */
+#define STATUS_FILE_MAX (16u << 20)
+
+void status_done(Status *s);
+
+/* Parse a status document. On a malformed one returns -EBADMSG and, in
+ * *ret_error, what is wrong and where: "devices[3].settings[0].state: expected a
+ * string". -ENOMEM on OOM. */
+int status_parse(const char *text, Status *ret, char **ret_error);

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The originals record: recorded under an exclusive lock (two writers never lose
+ * or overwrite an original), read back as untrusted input (a malformed record is
+ * an error and is never replaced). */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "originals.h"
+#include "plan.h"
+#include "tests.h"
+#include "tmpdir.h"
+
+/* A disk "sda" under <tmp>/sys with rq_affinity=1, and vectors 36 and 37 under
+ * <tmp>/proc/irq with affinity 0-3. */
+static char *fake_tree(void) {
+        char *t = tmpdir_new();
+        tmpdir_write(t, "sys/block/sda/queue/rq_affinity", "1\n");
+        tmpdir_write(t, "sys/block/sda/queue/nomerges", "0\n");
+        tmpdir_write(t, "proc/irq/36/smp_affinity_list", "0-3\n");
+        tmpdir_write(t, "proc/irq/37/smp_affinity_list", "0-3\n");
+        return t;
+}
+
+static DevicePlan *plan_for(const char *tree, const char *irq_value) {
+        Device *d = calloc(1, sizeof(Device));
+        char *none[_KNOB_MAX] = {};
+        char *irqs[] = { (char *) irq_value, NULL };
+        DevicePlan *p = NULL;
+        if (!d)
+                abort();
+        d->name = strdup("sda");
+        d->syspath = path_join(tree, "sys/block/sda");
+        d->transport = strdup("sata");
+        d->numa_node = -1;
+        d->has_mq = true;
+        if (!d->name || !d->syspath || !d->transport)
+                abort();
+        if (plan_device_from_values(d, "test", none, irq_value ? irqs : NULL, tree, &p) < 0)
+                abort();
+        return p;
+}
+
+static void child(const char *tree, const char *dir, const char *irq_value, const char *irq) {
+        DevicePlan *p = plan_for(tree, irq_value);
+        _cleanup_free_ char *attr = path_join(tree, "sys/block/sda/queue/rq_affinity"), *ipath = NULL;
+        int r = originals_record(dir, p);
+        /* Then tune, as apply does once the originals are safe. */
+        if (asprintf(&ipath, "%s/proc/irq/%s/smp_affinity_list", tree, irq) < 0 || write_attr(attr, "2") < 0 ||
+            write_attr(ipath, "1") < 0)
+                _exit(3);
+        device_plan_free(p);
+        _exit(r < 0 ? 2 : 0);
+}
+
+TEST(concurrent_writers_keep_every_original) {
+        for (int round = 0; round < 25; round++) {
+                char *tree = fake_tree();
+                _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals");
+                char *values[_KNOB_MAX];
+                char **irqs = NULL;
+                pid_t a, b;
+                int sa, sb;
+                Device *d;
+
+                a = fork();
+                if (a == 0)
+                        child(tree, dir, "36=0", "36");
+                b = fork();
+                if (b == 0)
+                        child(tree, dir, "37=0", "37");
+                ASSERT_TRUE(a > 0 && b > 0);
+                ASSERT_INT_EQ(waitpid(a, &sa, 0), a);
+                ASSERT_INT_EQ(waitpid(b, &sb, 0), b);
+                ASSERT_TRUE(WIFEXITED(sa) && WEXITSTATUS(sa) == 0);
+                ASSERT_TRUE(WIFEXITED(sb) && WEXITSTATUS(sb) == 0);
+
+                d = calloc(1, sizeof(Device));
+                ASSERT_TRUE(d);
+                d->name = strdup("sda");
+                ASSERT_INT_EQ(originals_load(dir, d, values, &irqs), 0);
+                /* Whichever came second saw the first one's record: never a tuned value. */
+                ASSERT_STREQ(values[KNOB_RQ_AFFINITY], "1");
+                ASSERT_INT_EQ(strv_length(irqs), 2);
+                ASSERT_TRUE(strv_contains(irqs, "36=0-3"));
+                ASSERT_TRUE(strv_contains(irqs, "37=0-3"));
+                for (size_t k = 0; k < _KNOB_MAX; k++)
+                        free(values[k]);
+                strv_free(irqs);
+                device_free(d);
+                tmpdir_remove(tree);
+        }
+}
+
+TEST(lock_file_is_private_and_not_followed) {
+        char *tree = tmpdir_new();
+        _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals"),
+                            *lock = path_join(tree, "run/iotuned/originals.lock");
+        struct stat st;
+        int fd = -1;
+        ASSERT_INT_EQ(originals_lock(dir, &fd), 0);
+        ASSERT_TRUE(fd >= 0);
+        close(fd);
+        ASSERT_INT_EQ(stat(lock, &st), 0);
+        ASSERT_INT_EQ(st.st_mode & 07777, 0600);
+        ASSERT_INT_EQ(unlink(lock), 0);
+        ASSERT_INT_EQ(symlink("/etc/passwd", lock), 0);
+        ASSERT_INT_EQ(originals_lock(dir, &fd), -ELOOP);
+        ASSERT_INT_EQ(unlink(lock), 0);
+        ASSERT_INT_EQ(mkfifo(lock, 0600), 0);
+        ASSERT_INT_EQ(originals_lock(dir, &fd), -EBADFD);
+        tmpdir_remove(tree);
+}
+
+static const char *const malformed[] = {
+        "not json",
+        "[]",
+        "{}",
+        "{\"version\":2,\"device\":\"sda\"}",
+        "{\"version\":\"1\",\"device\":\"sda\"}",
+        "{\"version\":1,\"device\":7}",
+        "{\"version\":1,\"device\":\"sda\",\"values\":[]}",
+        "{\"version\":1,\"device\":\"sda\",\"values\":{\"rq_affinity\":2}}",
+        "{\"version\":1,\"device\":\"sda\",\"values\":{\"rq_affinity\":null}}",
+        "{\"version\":1,\"device\":\"sda\",\"irqs\":\"36=1\"}",
+        "{\"version\":1,\"device\":\"sda\",\"irqs\":{\"4294967332\":\"1\"}}",
+        "{\"version\":1,\"device\":\"sda\",\"irqs\":{\"-1\":\"1\"}}",
+        "{\"version\":1,\"device\":\"sda\",\"irqs\":{\"36\":[]}}",
+        "{\"version\":1,\"device\":\"sda\",\"diskseq\":5}",
+        "{\"version\":1,\"device\":\"sda\"} trailing",
+};
+
+TEST(malformed_record_is_an_error_and_kept) {
+        for (size_t i = 0; i < ELEMENTSOF(malformed); i++) {
+                char *tree = fake_tree();
+                _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals"), *text = NULL,
+                                    *rec = path_join(tree, "run/iotuned/originals/sda.json");
+                DevicePlan *p = plan_for(tree, "36=0");
+                char *values[_KNOB_MAX];
+                int r;
+
+                tmpdir_write(tree, "run/iotuned/originals/sda.json", malformed[i]);
+                r = originals_record(dir, p);
+                if (r != -EBADMSG)
+                        fprintf(stderr, "# record %zu: %d\n", i, r);
+                ASSERT_INT_EQ(r, -EBADMSG);
+                ASSERT_INT_EQ(originals_load(dir, p->device, values, NULL), -EBADMSG);
+                ASSERT_INT_EQ(read_full_file(rec, 4096, &text), 0);
+                ASSERT_STREQ(text, malformed[i]);
+                ASSERT_TRUE(strstr(originals_strerror(-EBADMSG), "not a valid originals record"));
+                device_plan_free(p);
+                tmpdir_remove(tree);
+        }
+}
+
+TEST(record_never_read_past_its_end) {
+        /* json-c may count the terminating NUL as parsed (an unterminated comment):
+         * the trailing-data check must not read past it (found by libFuzzer). */
+        char *tree = fake_tree();
+        _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals");
+        DevicePlan *p = plan_for(tree, NULL);
+        char *values[_KNOB_MAX];
+        int r;
+        tmpdir_write(tree, "run/iotuned/originals/sda.json", "{\"version\":1,\"device\":\"sda\",\"values\":{}}/*");
+        r = originals_load(dir, p->device, values, NULL);
+        if (r == 0)
+                for (size_t k = 0; k < _KNOB_MAX; k++)
+                        free(values[k]);
+        device_plan_free(p);
+        tmpdir_remove(tree);
+        ASSERT_TRUE(r == 0 || r == -EBADMSG);
+}
+
+TEST(record_that_is_a_link_or_fifo_is_refused) {
+        char *tree = fake_tree();
+        _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals"),
+                            *rec = path_join(tree, "run/iotuned/originals/sda.json");
+        DevicePlan *p = plan_for(tree, NULL);
+        ASSERT_INT_EQ(mkdir_p(dir, 0755), 0);
+        ASSERT_INT_EQ(symlink("/etc/passwd", rec), 0);
+        ASSERT_INT_EQ(originals_record(dir, p), -ELOOP);
+        ASSERT_INT_EQ(unlink(rec), 0);
+        ASSERT_INT_EQ(mkfifo(rec, 0600), 0);
+        ASSERT_INT_EQ(originals_record(dir, p), -EBADFD);
+        device_plan_free(p);
+        tmpdir_remove(tree);
+}
+
+TEST(record_written_with_exclusive_temporary) {
+        /* A link planted at the old fixed temporary name is never written through. */
+        char *tree = fake_tree();
+        _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals"), *canary = path_join(tree, "canary"),
+                            *text = NULL;
+        DevicePlan *p = plan_for(tree, NULL);
+        tmpdir_write(tree, "canary", "untouched");
+        ASSERT_INT_EQ(mkdir_p(dir, 0755), 0);
+        tmpdir_symlink(tree, "run/iotuned/originals/sda.json.tmp", canary);
+        tmpdir_symlink(tree, "run/iotuned/originals/.sda.json.tmp", canary);
+        ASSERT_INT_EQ(originals_record(dir, p), 0);
+        ASSERT_INT_EQ(read_full_file(canary, 4096, &text), 0);
+        ASSERT_STREQ(text, "untouched");
+        device_plan_free(p);
+        tmpdir_remove(tree);
+}
+
+TEST_MAIN(T(concurrent_writers_keep_every_original), T(lock_file_is_private_and_not_followed),
+          T(malformed_record_is_an_error_and_kept), T(record_never_read_past_its_end),
+          T(record_that_is_a_link_or_fifo_is_refused),
+          T(record_written_with_exclusive_temporary))

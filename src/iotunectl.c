@@ -40,8 +40,11 @@ static void help(void) {
                "configuration's discovery: section enables them).\n"
                "\n"
                "Options:\n"
-               "  -h --help               Show this help\n"
-               "     --version            Show the version\n"
+               "  -h --help               Show this help; with a COMMAND, that command's help\n"
+               "                          (iotunectl plan --help, iotunectl help plan)\n"
+               "  -V --version            Show the version\n"
+               "     --no-pager           Accepted for systemctl-style scripts; iotunectl never\n"
+               "                          starts a pager\n"
                "     --json               Machine-readable output (schema version %d, see iotunectl(8))\n"
                "  -a --all                apply/verify/restore: also list settings that are already ok\n"
                "  -q --quiet              Print only the summary line\n"
@@ -50,6 +53,9 @@ static void help(void) {
                "     --config DIR         Read configuration only from DIR (plus the built-in\n"
                "                          defaults) instead of /etc, /run and /usr/lib\n"
                "  -v --verbose            Debug logging to stderr\n"
+               "\n"
+               "States are coloured on a terminal; NO_COLOR=1 or SYSTEMD_COLORS=0 turns that off,\n"
+               "SYSTEMD_COLORS=1 forces it on.\n"
                "\n"
                "Configuration: %s/iotuned.yaml overrides %s/ and %s/;\n"
                "drop-ins in iotuned.yaml.d/*.yaml, profiles in profiles/*.yaml. See iotuned.yaml(5).\n"
@@ -66,17 +72,100 @@ static void help(void) {
                OUTPUT_SCHEMA_VERSION, IOTUNED_ETC_DIR, IOTUNED_RUN_DIR, IOTUNED_VENDOR_DIR);
 }
 
+/* One command's help: `iotunectl COMMAND --help` or `iotunectl help COMMAND`. */
+typedef struct VerbHelp {
+        const char *name;
+        const char *usage;   /* after "iotunectl [OPTIONS] " */
+        const char *text;    /* what it does, exit status */
+        const char *options; /* the options that matter to it */
+        const char *examples;
+} VerbHelp;
+
+static const VerbHelp verbs[] = {
+        { "plan", "plan [DEVICE...]",
+          "Show what iotuned would change, per device and knob, and why: a dry run that\n"
+          "writes nothing. The default command. Each row names the profile and the\n"
+          "current, desired and planned state; --all also lists settings already ok.\n",
+          "  --json, --all, --quiet, --root DIR, --config DIR\n",
+          "  iotunectl plan\n"
+          "  iotunectl plan nvme0n1 --json | jq '.devices[0].settings'\n" },
+        { "apply", "apply [DEVICE...]",
+          "Apply the plan once: record each original value under /run/iotuned/originals\n"
+          "(kept until restore), write what differs, read every value back and print\n"
+          "what changed. A disk whose original cannot be recorded is not written.\n"
+          "Exit 0: all as desired, 2: a setting failed, 3: invalid configuration\n"
+          "(nothing applied), 4: no such device.\n",
+          "  --json, --all, --quiet, --root DIR, --config DIR\n",
+          "  iotunectl apply nvme0n1\n"
+          "  iotunectl apply && iotunectl verify\n" },
+        { "verify", "verify [DEVICE...]",
+          "Check every planned value against the kernel, writing nothing.\n"
+          "Exit 0: all as desired, 1: drift found, 2: errors.\n",
+          "  --json, --all, --quiet, --root DIR, --config DIR\n",
+          "  iotunectl verify --quiet || iotunectl verify --json > /var/tmp/iotune.json\n" },
+        { "restore", "restore [DEVICE...]",
+          "Put the recorded original values back (also after a crash of iotuned or of a\n"
+          "previous apply) and forget them; without DEVICE also remove the NVMe\n"
+          "queue-count drop-in /etc/modprobe.d/iotuned-nvme.conf. Stop iotuned first, or\n"
+          "it tunes the disks again.\n",
+          "  --json, --all, --quiet, --root DIR\n",
+          "  systemctl stop iotuned   # restores already, with restore_on_stop: true\n"
+          "  iotunectl restore sda\n" },
+        { "status", "status",
+          "What the running iotuned has tuned: each disk's profile and rule, its settings\n"
+          "by state (ok, changed, drifted, failed, ...), drifts corrected, conflicts, and\n"
+          "irqbalance. Read from /run/iotuned/status.json.\n"
+          "Exit 0: all as desired, 1: drift held back, 2: errors, 5: iotuned is not running.\n",
+          "  --json, --root DIR\n",
+          "  iotunectl status\n"
+          "  iotunectl status --json | jq '.devices[] | select(.settings[].state == \"drifted\")'\n" },
+        { "explain", "explain DEVICE",
+          "Why DEVICE gets its profile: every rule in order with whether it matched and\n"
+          "why, the resolved profile, and the file:line:column each value comes from.\n",
+          "  --json, --root DIR, --config DIR\n",
+          "  iotunectl explain nvme0n1\n" },
+        { "profiles", "profiles [list | show NAME]",
+          "List the profiles and the files they come from, or show one profile with\n"
+          "'extends:' resolved and where each value is set.\n"
+          "Exit 4: no such profile.\n",
+          "  --json, --root DIR, --config DIR\n",
+          "  iotunectl profiles\n"
+          "  iotunectl profiles show latency\n" },
+        { "check-config", "check-config",
+          "Validate the configuration (main file, drop-ins, profiles) and print every\n"
+          "error as file:line:column. The unit runs it before start and reload.\n"
+          "Exit 0: valid, 3: invalid.\n",
+          "  --quiet, --json, --root DIR, --config DIR\n",
+          "  iotunectl check-config\n"
+          "  iotunectl check-config --config ./staging\n" },
+};
+
+static const VerbHelp *verb_help_find(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(verbs[i].name, name))
+                        return &verbs[i];
+        return NULL;
+}
+
+static void verb_help(const VerbHelp *v) {
+        printf("Usage: iotunectl [OPTIONS] %s\n\n%s\nOptions for %s:\n%s\nExamples:\n%s\n"
+               "All commands and options: iotunectl --help; the manual: man iotunectl\n",
+               v->usage, v->text, v->name, v->options, v->examples);
+}
+
 enum {
         ARG_VERSION = 0x100,
         ARG_JSON,
         ARG_ROOT,
         ARG_CONFIG,
+        ARG_NO_PAGER,
 };
 
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
+                { "version", no_argument, NULL, 'V' },
+                { "no-pager", no_argument, NULL, ARG_NO_PAGER },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "all", no_argument, NULL, 'a' },
                 { "quiet", no_argument, NULL, 'q' },
@@ -87,19 +176,26 @@ int main(int argc, char *argv[]) {
         };
         Cli cli = { .root = "/" };
         const char *verb;
+        bool want_help = false;
         char **args;
         int c, nargs, ex;
 
         log_set_program_name("iotunectl");
+        /* getopt's own messages would name argv[0] ("build/src/iotunectl: ..."):
+         * ours name the program. */
+        opterr = 0;
         /* getopt permutes argv, so options may come before or after the command. */
-        while ((c = getopt_long(argc, argv, "haqv", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, ":haqvV", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
-                        help();
-                        return EXIT_OK;
-                case ARG_VERSION:
+                        /* after the loop: `iotunectl plan --help` is plan's help */
+                        want_help = true;
+                        break;
+                case 'V':
                         printf("iotunectl %s\n", PACKAGE_VERSION);
                         return EXIT_OK;
+                case ARG_NO_PAGER:
+                        break;
                 case ARG_JSON:
                         cli.json = true;
                         break;
@@ -118,10 +214,34 @@ int main(int argc, char *argv[]) {
                 case ARG_CONFIG:
                         cli.config_dir = optarg;
                         break;
+                case ':':
+                        log_error("Option '%s' needs an argument. Try 'iotunectl --help'.", esc(argv[optind - 1]));
+                        return EXIT_USAGE;
                 default:
-                        fprintf(stderr, "Try 'iotunectl --help'.\n");
+                        if (optopt)
+                                log_error("Unknown option '-%c'. Try 'iotunectl --help'.", optopt);
+                        else
+                                log_error("Unknown option '%s'. Try 'iotunectl --help'.", esc(argv[optind - 1]));
                         return EXIT_USAGE;
                 }
+
+        if (optind < argc && streq(argv[optind], "help")) {
+                /* iotunectl help [COMMAND] */
+                want_help = true;
+                optind++;
+        }
+        if (want_help) {
+                const VerbHelp *v = optind < argc ? verb_help_find(argv[optind]) : NULL;
+                if (optind < argc && !v) {
+                        log_error("Unknown command '%s'. Try 'iotunectl --help'.", esc(argv[optind]));
+                        return EXIT_USAGE;
+                }
+                if (v)
+                        verb_help(v);
+                else
+                        help();
+                return EXIT_OK;
+        }
 
         verb = optind < argc ? argv[optind] : "plan";
         args = optind < argc ? argv + optind + 1 : argv + argc;

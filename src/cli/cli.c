@@ -605,15 +605,16 @@ int cli_explain(Cli *c, const char *name) {
         printf("IRQ placement: %s%s%s%s\n\n", irq_placement_to_string(dp->irq_placement),
                dp->keep_irqbalance_away ? ", irqbalance kept away from pinned vectors" : "",
                dp->irq_note ? "; " : "", esc(dp->irq_note ?: ""));
-        printf("  %-26s %-12s %-12s %-13s %s\n", "KNOB", "DESIRED", "CURRENT", "STATE", "FROM");
+        output_row("  %-26s %-12s %-12s %-13s %s", "KNOB", "DESIRED", "CURRENT", "STATE", "FROM");
         for (size_t k = 0; k < dp->n_settings; k++) {
                 const Setting *s = &dp->settings[k];
-                char lb[128];
-                printf("  %-26s %-12s %-12s %-13s %s:%u:%u%s%s\n", output_setting_label(s, lb, sizeof(lb)),
-                       esc(s->effective ?: s->desired),
-                       esc(s->observed ?: "-"), s->state == STATE_CHANGED ? "would-change" : setting_state_to_string(s->state),
-                       esc(s->origin.file ?: "-"), s->origin.line, s->origin.column, s->note ? "  # " : "",
-                       esc(s->note ?: ""));
+                char lb[128], st[64];
+                output_row("  %-26s %-12s %-12s %s %s:%u:%u%s%s", output_setting_label(s, lb, sizeof(lb)),
+                           esc(s->effective ?: s->desired), esc(s->observed ?: "-"),
+                           output_state_cell(s->state == STATE_CHANGED ? "would-change" : setting_state_to_string(s->state),
+                                             13, st, sizeof(st)),
+                           esc(s->origin.file ?: "-"), s->origin.line, s->origin.column, s->note ? "  # " : "",
+                           esc(s->note ?: ""));
         }
         return EXIT_OK;
 }
@@ -681,10 +682,10 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
                         json_object_put(j);
                         return EXIT_OK;
                 }
-                printf("%-16s %-12s %-44s %s\n", "PROFILE", "EXTENDS", "FILE", "DESCRIPTION");
+                output_row("%-16s %-12s %-44s %s", "PROFILE", "EXTENDS", "FILE", "DESCRIPTION");
                 for (size_t i = 0; i < cfg->n_profiles; i++) {
                         p = cfg->profiles[i];
-                        printf("%-16s %-12s %-44s %s\n", esc(p->name), esc(p->extends ?: "-"), esc(p->path),
+                        output_row("%-16s %-12s %-44s %s", esc(p->name), esc(p->extends ?: "-"), esc(p->path),
                                esc(p->description ?: ""));
                 }
                 return EXIT_OK;
@@ -859,7 +860,8 @@ int cli_status(Cli *c) {
                 printf(", %u conflict%s", st.conflicts, st.conflicts == 1 ? "" : "s");
         if (st.irqbalance_state)
                 printf("\nirqbalance: %s", esc(st.irqbalance_state));
-        printf("\n\n%-12s %-12s %-16s %-40s %s\n", "DEVICE", "PROFILE", "RULE", "SETTINGS", "DRIFTS");
+        printf("\n\n");
+        output_row("%-12s %-12s %-16s %-40s %s", "DEVICE", "PROFILE", "RULE", "SETTINGS", "DRIFTS");
         for (size_t i = 0; i < st.n_devices; i++) {
                 const StatusDevice *d = &st.devices[i];
                 unsigned counts[_STATE_MAX] = {};
@@ -871,8 +873,9 @@ int cli_status(Cli *c) {
                         const StatusSetting *e = &d->settings[k];
                         for (size_t s = 0; s < _STATE_MAX; s++)
                                 if (streq(e->state, setting_state_to_string(s)))
-                                        /* a value the daemon wrote and that holds is simply ok */
-                                        counts[s == STATE_CHANGED ? STATE_OK : s]++;
+                                        /* "changed" (written by iotuned and holding) stays apart
+                                         * from "ok" (already as desired), as in --json */
+                                        counts[s]++;
                         drifts += e->drifts;
                 }
                 for (size_t s = 0; s < _STATE_MAX; s++)
@@ -883,8 +886,8 @@ int cli_status(Cli *c) {
                         snprintf(summary, sizeof(summary), "excluded");
                 if (d->error)
                         str_escape_buf(d->error, summary, sizeof(summary));
-                printf("%-12s %-12s %-16s %-40s %" PRIu64 "\n", esc(d->device), esc(d->profile ?: "-"),
-                       esc(d->rule ?: "-"), summary, drifts);
+                output_row("%-12s %-12s %-16s %-40s %" PRIu64, esc(d->device), esc(d->profile ?: "-"),
+                           esc(d->rule ?: "-"), summary, drifts);
         }
         status_nvme_controllers(&st);
         /* Anything not as desired, spelled out. */

@@ -59,3 +59,12 @@ void output_json_print(struct json_object *j);
 void output_plan_table(const Plan *p, bool dry_run, bool show_ok);
 void output_plan_summary(const Plan *p, const char *command, bool dry_run);
 const char *output_setting_label(const Setting *s, char *buf, size_t size);
+
+/* Colour for setting states on a terminal: off with NO_COLOR (non-empty) or
+ * TERM=dumb, forced on or off with SYSTEMD_COLORS (as systemctl), otherwise on
+ * when stdout is a terminal. JSON output is never coloured. */
+bool output_color(void);
+/* A state word padded to `width` visible columns, coloured when output_color(). */
+const char *output_state_cell(const char *state, int width, char *buf, size_t size);
+/* printf() a table row without the trailing blanks of empty last columns. */
+void output_row(const char *fmt, ...) _printf_(1, 2);

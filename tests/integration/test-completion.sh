@@ -33,6 +33,8 @@ expect "plan profiles" iotunectl p
 expect "--json" iotunectl --js
 expect "check-config" iotunectl --json check
 expect "show" iotunectl profiles sh
+expect "status" iotunectl help sta
+expect "--no-pager" iotunectl --no
 expect "latency" iotunectl profiles show lat
 
 # Profile names from the configuration the command will read.

@@ -6,6 +6,7 @@ Run as: umockdev-wrapper /usr/bin/python3 tests/integration/test_cli.py IOTUNECT
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -353,6 +354,70 @@ class CliTest(unittest.TestCase):
         self.run_cli("explain", expect=64)
         self.run_cli("profiles", "show", "nonesuch", expect=4)
         self.assertIn("plan [DEVICE...]", self.run_cli("--help").stdout)
+
+    def test_cli_conventions(self):
+        self.standard_set()
+        # per-command help, in both spellings, and help for an unknown command
+        for args in (["plan", "--help"], ["--help", "plan"], ["help", "plan"], ["plan", "-h"]):
+            out = self.run_cli(*args).stdout
+            self.assertTrue(out.startswith("Usage: iotunectl [OPTIONS] plan [DEVICE...]"), out)
+            self.assertIn("Options for plan:", out)
+            self.assertNotIn("Commands:", out)
+        for verb in ("apply", "verify", "restore", "status", "explain", "profiles", "check-config"):
+            self.assertIn(f"Usage: iotunectl [OPTIONS] {verb}", self.run_cli(verb, "--help").stdout)
+        self.assertIn("Commands:", self.run_cli("help").stdout)
+        self.assertIn("Unknown command 'nope'", self.run_cli("help", "nope", expect=64).stderr)
+        # -V and --version; --no-pager accepted; errors name the program, not argv[0]
+        self.assertRegex(self.run_cli("-V").stdout, r"^iotunectl \d")
+        self.assertEqual(self.run_cli("-V").stdout, self.run_cli("--version").stdout)
+        self.run_cli("--no-pager", "plan")
+        for args, text in ((["--bogus"], "Unknown option '--bogus'"), (["-x"], "Unknown option '-x'"),
+                           (["plan", "--config"], "Option '--config' needs an argument")):
+            err = self.run_cli(*args, expect=64).stderr
+            self.assertTrue(err.startswith(f"iotunectl: {text}"), err)
+            self.assertNotIn(IOTUNECTL + ":", err)
+
+    def test_tables_have_no_trailing_blanks_and_colour_follows_the_environment(self):
+        self.standard_set()
+        env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "SYSTEMD_COLORS")}
+
+        def plan(extra_env):
+            # exit 2: the fixture NVMe controllers refuse some admin commands (a failed row)
+            p = subprocess.run([IOTUNECTL, "--root", self.root, "plan", "--all"], capture_output=True,
+                               text=True, env={**env, **extra_env})
+            self.assertIn(p.returncode, (0, 2), p.stderr)
+            return p.stdout
+
+        out = plan({})
+        self.assertNotIn("\x1b", out, "not a terminal: no colour")
+        for line in out.splitlines():
+            self.assertEqual(line, line.rstrip(), f"trailing blanks: {line!r}")
+        out = plan({"SYSTEMD_COLORS": "1"})
+        self.assertIn("\x1b[0;32mok\x1b[0m", out)
+        self.assertIn("\x1b[0;36mwould-change\x1b[0m", out)
+        # the columns after a coloured state still line up with the header
+        plain = plan({}).splitlines()
+        coloured = [re.sub(r"\x1b\[[0-9;]*m", "", l) for l in out.splitlines()]
+        self.assertEqual(plain, coloured)
+        self.assertNotIn("\x1b", plan({"SYSTEMD_COLORS": "1", "NO_COLOR": "1"}))
+        self.assertNotIn("\x1b", plan({"SYSTEMD_COLORS": "0"}))
+        doc = subprocess.run([IOTUNECTL, "--root", self.root, "--json", "plan"], capture_output=True, text=True,
+                             env={**env, "SYSTEMD_COLORS": "1"}).stdout
+        self.assertNotIn("\x1b", doc, "JSON is never coloured")
+
+    def test_status_text_keeps_changed_apart_from_ok(self):
+        path = os.path.join(self.root, "run/iotuned/status.json")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump({"daemon": {"pid": os.getpid()},
+                       "devices": [{"device": "sda", "profile": "throughput", "rule": "rotational",
+                                    "settings": [{"knob": "scheduler", "state": "ok"},
+                                                 {"knob": "nr_requests", "state": "changed"},
+                                                 {"knob": "read_ahead_kb", "state": "changed"}]}]}, f)
+        out = self.run_cli("status").stdout
+        self.assertRegex(out, r"sda +throughput +rotational +1 ok, 2 changed +0")
+        for line in out.splitlines():
+            self.assertEqual(line, line.rstrip(), f"trailing blanks: {line!r}")
 
     # -- NVMe controller settings (the admin commands go to fake_nvme) -----
     def test_nvme_coalescing_command_words_and_restore(self):

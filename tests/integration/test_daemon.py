@@ -143,7 +143,7 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("nvme0n1 tuned with profile latency (rule nvme)", self.daemon_log())
         out = self.ctl("status").stdout
         self.assertIn(f"iotuned is running (pid {self.proc.pid}): 2 devices, 0 drifts corrected", out)
-        self.assertRegex(out, r"nvme0n1\s+latency\s+nvme\s+8 ok, 1 unsupported\s+0")
+        self.assertRegex(out, r"nvme0n1\s+latency\s+nvme\s+4 ok, 4 changed, 1 unsupported\s+0")  # as in --json: "changed" (written, holding) apart from "ok"
         self.assertIn("NVMe controllers:\n  nvme0    0000:01:00.0, QEMU NVMe Ctrl, firmware 8.0.0; "
                       "queues 2 default, 0 read, 0 poll; APST not supported\n", out)
 

@@ -812,7 +812,8 @@ int cli_status(Cli *c) {
         const char *root = c->root && !streq(c->root, "/") ? c->root : "";
         _cleanup_free_ char *path = NULL, *text = NULL, *error = NULL;
         Status st = {};
-        int r, ex = EXIT_OK;
+        char **summaries = NULL;
+        int r, ex = EXIT_OK, wd = 6, wp = 7, wr = 4, ws = 8;
 
         if (asprintf_safe(&path, "%s%s/status.json", root, IOTUNED_RUN_DIR) < 0)
                 return log_oom(), EXIT_FAILED;
@@ -861,11 +862,15 @@ int cli_status(Cli *c) {
         if (st.irqbalance_state)
                 printf("\nirqbalance: %s", esc(st.irqbalance_state));
         printf("\n\n");
-        output_row("%-12s %-12s %-16s %-40s %s", "DEVICE", "PROFILE", "RULE", "SETTINGS", "DRIFTS");
+        /* Column widths follow the content, as in the plan table. */
+        summaries = calloc(st.n_devices + 1, sizeof(char *));
+        if (!summaries) {
+                status_done(&st);
+                return log_oom(), EXIT_FAILED;
+        }
         for (size_t i = 0; i < st.n_devices; i++) {
                 const StatusDevice *d = &st.devices[i];
                 unsigned counts[_STATE_MAX] = {};
-                uint64_t drifts = 0;
                 char summary[256] = "";
                 size_t off = 0;
 
@@ -876,7 +881,6 @@ int cli_status(Cli *c) {
                                         /* "changed" (written by iotuned and holding) stays apart
                                          * from "ok" (already as desired), as in --json */
                                         counts[s]++;
-                        drifts += e->drifts;
                 }
                 for (size_t s = 0; s < _STATE_MAX; s++)
                         if (counts[s] && off < sizeof(summary))
@@ -886,9 +890,28 @@ int cli_status(Cli *c) {
                         snprintf(summary, sizeof(summary), "excluded");
                 if (d->error)
                         str_escape_buf(d->error, summary, sizeof(summary));
-                output_row("%-12s %-12s %-16s %-40s %" PRIu64, esc(d->device), esc(d->profile ?: "-"),
-                           esc(d->rule ?: "-"), summary, drifts);
+                summaries[i] = strdup(summary);
+                if (!summaries[i]) {
+                        strv_free(summaries);
+                        status_done(&st);
+                        return log_oom(), EXIT_FAILED;
+                }
+                wd = MAX(wd, (int) strlen(esc(d->device)));
+                wp = MAX(wp, (int) strlen(esc(d->profile ?: "-")));
+                wr = MAX(wr, (int) strlen(esc(d->rule ?: "-")));
+                ws = MAX(ws, (int) strlen(summary));
         }
+        output_row("%-*s  %-*s  %-*s  %-*s  %s", wd, "DEVICE", wp, "PROFILE", wr, "RULE", ws, "SETTINGS", "DRIFTS");
+        for (size_t i = 0; i < st.n_devices; i++) {
+                const StatusDevice *d = &st.devices[i];
+                uint64_t drifts = 0;
+
+                for (size_t k = 0; k < d->n_settings; k++)
+                        drifts += d->settings[k].drifts;
+                output_row("%-*s  %-*s  %-*s  %-*s  %" PRIu64, wd, esc(d->device), wp, esc(d->profile ?: "-"), wr,
+                           esc(d->rule ?: "-"), ws, summaries[i], drifts);
+        }
+        strv_free(summaries);
         status_nvme_controllers(&st);
         /* Anything not as desired, spelled out. */
         for (size_t i = 0; i < st.n_devices; i++) {

@@ -498,7 +498,7 @@ int cli_explain(Cli *c, const char *name) {
         json_object *j = NULL, *rules = NULL;
         const Device *d;
         Device *dev = NULL;
-        int r, ex;
+        int r, ex, wk = 4, wx = 7, wc = 7, ws = 5;
 
         ex = load_config(c, &cfg);
         if (ex != EXIT_OK)
@@ -605,14 +605,23 @@ int cli_explain(Cli *c, const char *name) {
         printf("IRQ placement: %s%s%s%s\n\n", irq_placement_to_string(dp->irq_placement),
                dp->keep_irqbalance_away ? ", irqbalance kept away from pinned vectors" : "",
                dp->irq_note ? "; " : "", esc(dp->irq_note ?: ""));
-        output_row("  %-26s %-12s %-12s %-13s %s", "KNOB", "DESIRED", "CURRENT", "STATE", "FROM");
+        /* Column widths follow the content, as in the plan table. */
+        for (size_t k = 0; k < dp->n_settings; k++) {
+                const Setting *s = &dp->settings[k];
+                char lb[128];
+                wk = MAX(wk, (int) strlen(output_setting_label(s, lb, sizeof(lb))));
+                wx = MAX(wx, (int) strlen(esc(s->effective ?: s->desired)));
+                wc = MAX(wc, (int) strlen(esc(s->observed ?: "-")));
+                ws = MAX(ws, (int) strlen(s->state == STATE_CHANGED ? "would-change" : setting_state_to_string(s->state)));
+        }
+        output_row("  %-*s  %-*s  %-*s  %-*s  %s", wk, "KNOB", wx, "DESIRED", wc, "CURRENT", ws, "STATE", "FROM");
         for (size_t k = 0; k < dp->n_settings; k++) {
                 const Setting *s = &dp->settings[k];
                 char lb[128], st[64];
-                output_row("  %-26s %-12s %-12s %s %s:%u:%u%s%s", output_setting_label(s, lb, sizeof(lb)),
-                           esc(s->effective ?: s->desired), esc(s->observed ?: "-"),
+                output_row("  %-*s  %-*s  %-*s  %s  %s:%u:%u%s%s", wk, output_setting_label(s, lb, sizeof(lb)), wx,
+                           esc(s->effective ?: s->desired), wc, esc(s->observed ?: "-"),
                            output_state_cell(s->state == STATE_CHANGED ? "would-change" : setting_state_to_string(s->state),
-                                             13, st, sizeof(st)),
+                                             ws, st, sizeof(st)),
                            esc(s->origin.file ?: "-"), s->origin.line, s->origin.column, s->note ? "  # " : "",
                            esc(s->note ?: ""));
         }

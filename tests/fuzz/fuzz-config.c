@@ -35,9 +35,11 @@ static const char *const slots[] = {
 static char *slot_path[N_SLOTS], *etc_dir, *vendor_dir, *sys_dir;
 static Topology topology;
 static IrqTable irq_table;
+/* Sorted by IRQ, as irq_table_parse() leaves a table. */
 static IrqName irq_names[] = {
-        { 19, (char *) "ahci[0000:00:1f.2]" }, { 24, (char *) "nvme0q0" }, { 25, (char *) "nvme0q1" },
-        { 26, (char *) "nvme0q2" },            { 27, (char *) "nvme0q3" }, { 28, (char *) "nvme0q4" },
+        { .irq = 19, .name = (char *) "ahci[0000:00:1f.2]" }, { .irq = 24, .name = (char *) "nvme0q0" },
+        { .irq = 25, .name = (char *) "nvme0q1" },            { .irq = 26, .name = (char *) "nvme0q2" },
+        { .irq = 27, .name = (char *) "nvme0q3" },            { .irq = 28, .name = (char *) "nvme0q4" },
 };
 
 static void setup_once(void) {

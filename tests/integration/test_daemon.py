@@ -99,8 +99,15 @@ class DaemonTest(unittest.TestCase):
     def conf(self, rel, text):
         path = os.path.join(self.root, "etc/iotuned", rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        # explicit modes whatever the umask: the loader refuses configuration
+        # that group or others can write
+        d = os.path.dirname(path)
+        while d.startswith(self.root) and d != self.root:
+            os.chmod(d, 0o755)
+            d = os.path.dirname(d)
         with open(path, "w") as f:
             f.write(text)
+        os.chmod(path, 0o644)
         return path
 
     def start(self):

@@ -183,8 +183,6 @@ static int write_record(const char *dir, const char *name, json_object *root) {
         return p && text ? write_file_atomic_full(p, text, strlen(text), WRITE_FILE_EXCL_TEMP) : -ENOMEM;
 }
 
-static int record_locked(const char *dir, const DevicePlan *plan);
-
 int originals_record(const char *dir, const DevicePlan *plan) {
         _cleanup_close_ int lock = -1;
         int r;
@@ -195,10 +193,10 @@ int originals_record(const char *dir, const DevicePlan *plan) {
         r = originals_lock(dir, &lock);
         if (r < 0)
                 return r;
-        return record_locked(dir, plan);
+        return originals_record_locked(dir, plan);
 }
 
-static int record_locked(const char *dir, const DevicePlan *plan) {
+int originals_record_locked(const char *dir, const DevicePlan *plan) {
         const Device *d = plan->device;
         json_object *old = NULL, *root, *values, *irqs;
         bool changed = false;
@@ -328,16 +326,21 @@ int originals_list(const char *dir, char ***ret) {
         return 0;
 }
 
-int originals_forget(const char *dir, const char *name) {
+int originals_forget_locked(const char *dir, const char *name) {
         _cleanup_free_ char *p = record_path(dir, name);
-        _cleanup_close_ int lock = -1;
-        int r;
         if (!p)
                 return -ENOMEM;
-        r = originals_lock(dir, &lock);
-        if (r < 0)
-                return r;
         if (unlink(p) < 0 && errno != ENOENT)
                 return negative_errno();
         return 0;
+}
+
+int originals_forget(const char *dir, const char *name) {
+        _cleanup_close_ int lock = -1;
+        int r;
+
+        r = originals_lock(dir, &lock);
+        if (r < 0)
+                return r;
+        return originals_forget_locked(dir, name);
 }

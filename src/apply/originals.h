@@ -37,6 +37,15 @@ int originals_forget(const char *dir, const char *name);
  * originals_forget() take it themselves. */
 int originals_lock(const char *dir, int *ret_fd);
 
+/* originals_record() and originals_forget() for a caller that holds
+ * originals_lock() across more than the record: `apply` holds it from the
+ * record through its writes to the disk, restore from its writes through
+ * forgetting the record, so neither can slip between the other's steps (a
+ * restore between apply's "already recorded" and its writes would leave the
+ * disk tuned with no record). */
+int originals_record_locked(const char *dir, const DevicePlan *p);
+int originals_forget_locked(const char *dir, const char *name);
+
 /* Text for an error of originals_record()/originals_load(): -EBADMSG is a record
  * that is not a valid one (it is never overwritten), file_strerror() otherwise. */
 const char *originals_strerror(int r);

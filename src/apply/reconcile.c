@@ -325,6 +325,11 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
         _cleanup_free_ char *scheduler_now = NULL;
         const char *scheduler_after = NULL;
         bool recorded = false, scheduler_switches = false;
+        /* Held from the record through the last write to this disk (closing it
+         * releases it): a restore (the daemon stopping, `iotunectl restore`)
+         * cannot put the originals back and forget them between this apply's
+         * "already recorded" and its writes. */
+        _cleanup_close_ int lock = -1;
         int r;
 
         if (p->excluded || p->error)
@@ -346,7 +351,9 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 if (k->scope == KNOB_SCOPE_MODULE) {
                         if (o->mode == RECONCILE_APPLY && !recorded && o->originals_dir) {
                                 /* The first write to this disk's world: record before it. */
-                                r = originals_record(o->originals_dir, p);
+                                r = originals_lock(o->originals_dir, &lock);
+                                if (r >= 0)
+                                        r = originals_record_locked(o->originals_dir, p);
                                 if (r < 0)
                                         return record_failed(o->originals_dir, d, r);
                                 recorded = true;
@@ -459,7 +466,9 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
 
                 /* APPLY: nothing is written before the originals are safe. */
                 if (!recorded && o->originals_dir) {
-                        r = originals_record(o->originals_dir, p);
+                        r = originals_lock(o->originals_dir, &lock);
+                        if (r >= 0)
+                                r = originals_record_locked(o->originals_dir, p);
                         if (r < 0)
                                 return record_failed(o->originals_dir, d, r);
                         recorded = true;

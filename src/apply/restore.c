@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <string.h>
+#include <unistd.h>
 
 #include "originals.h"
 #include "reconcile.h"
@@ -78,9 +79,19 @@ int restore_originals(struct udev *udev, const char *dir, const char *proc_root,
                       char ***ret_gone) {
         _cleanup_strv_free_ char **names = NULL, **gone = NULL;
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = NULL };
+        /* Held from reading the records through forgetting them: an `apply` (or
+         * the daemon) holds it from its record through its writes, so it either
+         * finishes before the originals are put back, or records them afresh
+         * after they are forgotten; never writes in between. */
+        _cleanup_close_ int lock = -1;
         Plan plan = {};
         int r;
 
+        if (access(dir, F_OK) >= 0) { /* no records directory: nothing recorded, nothing to hold */
+                r = originals_lock(dir, &lock);
+                if (r < 0)
+                        return r;
+        }
         r = originals_list(dir, &names);
         if (r < 0)
                 return r;
@@ -114,7 +125,7 @@ int restore_originals(struct udev *udev, const char *dir, const char *proc_root,
                         /* Gone, or a different disk now: the record is moot. */
                         if (strv_extend(&gone, *n) < 0)
                                 goto oom;
-                        (void) originals_forget(dir, *n);
+                        (void) originals_forget_locked(dir, *n);
                         continue;
                 }
                 if (r < 0) {
@@ -137,7 +148,7 @@ int restore_originals(struct udev *udev, const char *dir, const char *proc_root,
                 goto oom;
         for (size_t i = 0; i < plan.n; i++)
                 if (!device_plan_failed(plan.devices[i]))
-                        (void) originals_forget(dir, plan.devices[i]->device->name);
+                        (void) originals_forget_locked(dir, plan.devices[i]->device->name);
 
         *ret = plan;
         if (ret_gone)

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "events.h"
@@ -72,6 +73,7 @@ Manager *manager_free(Manager *m) {
         free(m->originals_dir);
         free(m->modprobe_dropin);
         strv_free(m->rebound);
+        strv_free(m->unrecorded);
         free(m->status_path);
         free(m);
         return NULL;
@@ -686,6 +688,44 @@ static void module_targets(const Manager *m, DevicePlan *extra, int targets[_KNO
                 targets[k] = MAX(targets[k], more[k]);
 }
 
+/* Remove every copy of `s` from the NULL-terminated list `l` (freeing them). */
+static void strv_drop(char **l, const char *s) {
+        size_t j = 0;
+        for (size_t i = 0; l && l[i]; i++) {
+                if (streq(l[i], s))
+                        free(l[i]);
+                else
+                        l[j++] = l[i];
+        }
+        if (l)
+                l[j] = NULL;
+}
+
+/* The disk is being removed (or is gone): the kernel unregisters its queue
+ * directory first (block/genhd.c del_gendisk -> blk_unregister_queue), so reads
+ * and writes that failed on it failed because of the removal, not a problem to
+ * report. Its udev "remove" event follows and forgets it, plan and originals. */
+static bool device_vanished(const Device *d) {
+        _cleanup_free_ char *q = NULL;
+        if (asprintf_safe(&q, "%s/queue", d->syspath) < 0)
+                return false;
+        return access(q, F_OK) < 0 && errno == ENOENT;
+}
+
+/* reconcile refused to write anything to the disk because its original values
+ * could not be recorded (a full or read-only /run): the plan carries the error
+ * for the journal and status.json, and the disk is remembered so that every
+ * drift check tries again (see manager_retry_unrecorded), without a restart. */
+static void set_unrecorded(Manager *m, DevicePlan *p, int r) {
+        free(p->error);
+        p->error = NULL;
+        (void) asprintf_safe(&p->error, "cannot record its original values in %s (%s); nothing was written, retrying at "
+                                        "every drift check",
+                             m->originals_dir, strerror(-r));
+        if (!strv_contains(m->unrecorded, p->device->name))
+                (void) strv_extend(&m->unrecorded, p->device->name);
+}
+
 static int manager_tune_device(Manager *m, Device *d) {
         int targets[_KNOB_MAX];
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir,
@@ -734,11 +774,16 @@ static int manager_tune_device(Manager *m, Device *d) {
                 return r;
         }
         if (r < 0 && !p->error)
-                (void) asprintf_safe(&p->error, "not tuned: cannot record original values: %s", strerror(-r));
+                set_unrecorded(m, p, r);
+        else if (r >= 0)
+                strv_drop(m->unrecorded, p->device->name);
         stamp_changes(p);
         for (size_t k = 0; k < p->n_settings; k++)
                 p->settings[k].rt.last_reported = p->settings[k].state;
-        event_log_tuned(p);
+        if (device_vanished(p->device))
+                log_debug("%s was removed while it was being tuned; its remove event follows.", p->device->name);
+        else
+                event_log_tuned(p);
 
         idx = plan_index(m, p->device->name);
         if (idx >= 0) {
@@ -765,6 +810,7 @@ static void manager_forget_device(Manager *m, const char *name) {
         event_device(EVENT_REMOVED, LOG_INFO, m->plan.devices[idx], "%s removed; forgetting its plan and originals",
                      name);
         (void) originals_forget(m->originals_dir, name);
+        strv_drop(m->unrecorded, name);
         device_plan_free(m->plan.devices[idx]);
         memmove(m->plan.devices + idx, m->plan.devices + idx + 1, (m->plan.n - idx - 1) * sizeof(DevicePlan *));
         m->plan.n--;
@@ -862,6 +908,31 @@ static void note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now) {
         }
 }
 
+/* A disk left untuned because its originals could not be recorded: try again.
+ * 1 when it is tuned now (logged as at hotplug), 0 while recording still fails
+ * (logged once, when it first failed), -ENOMEM. */
+static int manager_retry_unrecorded(Manager *m, DevicePlan *p, const ReconcileOptions *o) {
+        _cleanup_free_ char *error = TAKE_PTR(p->error);
+        int r;
+
+        r = reconcile_device(p, o);
+        if (r == -ENOMEM) {
+                p->error = TAKE_PTR(error);
+                return r;
+        }
+        if (r < 0) {
+                p->error = TAKE_PTR(error);
+                return 0;
+        }
+        strv_drop(m->unrecorded, p->device->name);
+        stamp_changes(p);
+        for (size_t k = 0; k < p->n_settings; k++)
+                p->settings[k].rt.last_reported = p->settings[k].state;
+        log_info("%s: its original values are recorded now; tuning it.", p->device->name);
+        event_log_tuned(p);
+        return 1;
+}
+
 int manager_check_drift(Manager *m) {
         int targets[_KNOB_MAX];
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir,
@@ -874,6 +945,15 @@ int manager_check_drift(Manager *m) {
         for (size_t i = 0; i < m->plan.n; i++) {
                 DevicePlan *p = m->plan.devices[i];
 
+                if (device_vanished(p->device))
+                        continue; /* its remove event is on the way */
+                if (p->error && strv_contains(m->unrecorded, p->device->name)) {
+                        r = manager_retry_unrecorded(m, p, &o);
+                        if (r == -ENOMEM)
+                                return r;
+                        changed = changed || r > 0;
+                        continue;
+                }
                 if (p->excluded || p->error)
                         continue;
                 for (size_t k = 0; k < p->n_settings; k++) {
@@ -992,7 +1072,9 @@ static int on_batch(sd_event_source *s, void *userdata) {
                         continue;
                 if (r >= 0)
                         r = manager_tune_device(m, d);
-                if (r < 0)
+                if (r < 0 && access(syspath, F_OK) < 0 && errno == ENOENT)
+                        log_debug_errno(r, "Cannot tune %s, which was removed meanwhile: %m", name);
+                else if (r < 0)
                         log_error_errno(r, "Cannot tune %s: %m", name);
                 changed = true;
         }

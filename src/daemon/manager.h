@@ -35,6 +35,7 @@ typedef struct Manager {
         char *status_path;
         char *modprobe_dropin;           /* NVME_MODPROBE_DROPIN under root */
         char **rebound;                  /* PCI addresses of controllers rebound once already */
+        char **unrecorded;               /* disks not tuned: their originals could not be recorded */
 
         /* irqbalance: the vectors we pin are banned at runtime through its socket */
         IrqBalance irqbalance;

@@ -14,6 +14,8 @@
 # check_...` to replay one.
 
 VM_TIMEOUT=2400
+# A check waits up to 60 s (scaled by the calibration) in silence.
+VM_STALL=600
 
 VM_DEVICES=(
 	"nvme nv0"

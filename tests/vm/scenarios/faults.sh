@@ -54,7 +54,10 @@ snap_disk() { # DISK NAME
 ijournal() { journalctl -b -u iotuned.service --no-pager "$@"; }
 main_pid() { systemctl show -P MainPID iotuned.service; }
 nrestarts() { systemctl show -P NRestarts iotuned.service; }
-cursor_now() { journalctl -b -q -n 1 -o export --no-pager | sed -n 's/^__CURSOR=//p'; }
+# A point in the journal: the realtime clock, for `journalctl --since=@SECONDS`.
+# (Not --after-cursor: journald 252 skips the first entry after the cursor that
+# matches the field filters when the cursor entry itself does not match them.)
+cursor_now() { echo "$EPOCHREALTIME"; }
 ms_since() { echo $((($(_iotvm_us) - $1) / 1000)); }
 
 # Devices listed in status.json (what the running daemon reports).
@@ -68,6 +71,11 @@ except Exception:
 for d in doc.get("devices", []):
     print(d["device"])
 PY
+}
+n_records() { # PREFIX: records under ORIG of disks named PREFIX*
+	local f n=0
+	for f in "$ORIG/$1"*.json; do [[ -e $f ]] && n=$((n + 1)); done
+	echo "$n"
 }
 n_status_nullb() { status_devices | grep -c '^nullb' || true; }
 
@@ -135,15 +143,48 @@ for n in recs:
     if diffs:
         bad += 1
         print(f"MISMATCH {disk}: " + "; ".join(diffs))
+# The other way round: every knob of a disk here that is not at its value from
+# before iotuned must have its original recorded (nothing written without one).
+def current(disk, k):
+    try:
+        v = open(f"/sys/block/{disk}/queue/{k}").read().strip()
+    except OSError:
+        return "-"
+    if k == "scheduler" and "[" in v:
+        v = v[v.index("[") + 1:v.index("]")]
+    return v
+changed = 0
+for disk in sorted(os.listdir("/sys/block")):
+    if os.path.isdir(os.path.join(ref, disk)):
+        rdir = os.path.join(ref, disk)
+    elif disk.startswith("nullb"):
+        rdir = os.path.join(ref, "nullb")
+    elif hot and disk == hot:
+        rdir = os.path.join(ref, "hot")
+    else:
+        continue
+    try:
+        rec = json.load(open(os.path.join(orig, disk + ".json"))).get("values", {})
+    except Exception:
+        rec = {}
+    for k in knobs:
+        want = open(os.path.join(rdir, k)).read().strip()
+        now = current(disk, k)
+        if now != want:
+            changed += 1
+            if k not in rec:
+                print(f"UNRECORDED {disk} {k}: {now!r} (was {want!r}), no original on disk")
+                bad += 1
 print(f"originals: {len(recs)} records, {compared} queue values compared with the values before iotuned"
-      f" ({other} controller values not compared), {len(tmp)} temporary files left{': ' + ' '.join(tmp) if tmp else ''}")
+      f" ({other} controller values not compared), {len(tmp)} temporary files left{': ' + ' '.join(tmp) if tmp else ''};"
+      f" {changed} knobs changed now, each with its original recorded")
 sys.exit(1 if bad else 0)
 PY
 }
 
 assert_originals() { # [HOT_DISK]
 	local out
-	out=$(originals_diff "$@") || { printf '%s\n' "$out" | sed 's/^/    | /'; fail "an original differs from the value before iotuned"; }
+	out=$(originals_diff "$@") || { printf '%s\n' "$out" | sed 's/^/    | /'; fail "an original differs from the value before iotuned, or a changed knob has none"; }
 	note "$(tail -n 1 <<<"$out")"
 }
 
@@ -220,7 +261,7 @@ scenario_setup() {
 # of a hot-added NVMe disk being tuned; 20 times. The records must hold the
 # values from before the first start, never a tuned one.
 check_sigkill_during_start_and_bursts() {
-	local t0 t1 w_start w_burst w_hot pid npid i kind d delay disk kills=0 auto=0 manual=0 log=()
+	local t0 t1 w_start w_burst w_status w_hot pid npid i kind d delay disk kills=0 auto=0 manual=0 log=()
 	clean_slate
 	seed_rng
 	# The working windows, measured on this guest: from the new process to READY;
@@ -234,8 +275,13 @@ check_sigkill_during_start_and_bursts() {
 	w_start=$(ms_since "$t1")
 	t0=$(_iotvm_us)
 	assert_ok modprobe null_blk nr_devices=$BURST_N
-	wait_for "[[ \$(n_status_nullb) == $BURST_N ]]" 60 'iotunectl status | tail -n 20'
+	# The records are written as each disk is tuned, status.json after the batch:
+	# the kills are drawn within the first part, where a kill can land between
+	# a record and the writes it guards.
+	wait_for "(( \$(n_records nullb) == $BURST_N ))" 60 "ls $ORIG"
 	w_burst=$(ms_since "$t0")
+	wait_for "[[ \$(n_status_nullb) == $BURST_N ]]" 60 'iotunectl status | tail -n 20'
+	w_status=$(ms_since "$t0")
 	assert_originals
 	rmmod_null_blk
 	wait_for "[[ \$(n_status_nullb) == 0 ]] && ! ls $ORIG | grep -q ^nullb" 30 "ls $ORIG; ijournal -n 20"
@@ -247,7 +293,7 @@ check_sigkill_during_start_and_bursts() {
 	assert_originals "$disk"
 	hot_del
 	wait_for "[[ ! -e $ORIG/$disk.json ]]" 30 "ls $ORIG"
-	note "working windows: start ${w_start} ms (process to READY), burst of $BURST_N ${w_burst} ms (modprobe to all in status), hot-add ${w_hot} ms (device_add to status)"
+	note "working windows: start ${w_start} ms (process to READY), burst of $BURST_N ${w_burst} ms (modprobe to every disk recorded; all in status.json after ${w_status} ms), hot-add ${w_hot} ms (device_add to status)"
 
 	for ((i = 1; i <= 20; i++)); do
 		kind=$(((i - 1) % 4)) # 0, 1: a start; 2: a null_blk burst; 3: an NVMe hot-add
@@ -270,7 +316,7 @@ check_sigkill_during_start_and_bursts() {
 			delay=$(rand_ms "$w_burst")
 			sleep_ms "$delay"
 			kill -KILL "$pid"
-			log+=("#$i burst: killed pid $pid ${delay} ms after modprobe (window ${w_burst} ms), $(ls $ORIG | grep -c '^nullb.*json$' || true) nullb records then")
+			log+=("#$i burst: killed pid $pid ${delay} ms after modprobe (window ${w_burst} ms), $(n_records nullb) nullb records then")
 			;;
 		3)
 			hot_add
@@ -307,7 +353,7 @@ check_sigkill_during_start_and_bursts() {
 		*) assert_originals >/dev/null ;;
 		esac
 	done
-	note "$kills SIGKILLs ($auto restarted by systemd, $manual by systemctl start), NRestarts now $(nrestarts)"
+	note "$kills SIGKILLs ($auto restarted by systemd, $manual by systemctl start)"
 	assert_originals
 	for d in "${BOOT_DISKS[@]}"; do
 		[[ -e $ORIG/$d.json ]] || fail "no record for $d after the kills"
@@ -331,7 +377,7 @@ check_disks_removed_mid_burst() {
 	assert_ok modprobe null_blk nr_devices=$n
 	delay=$(rand_ms 1500)
 	sleep_ms "$delay"
-	note "daemon had $(n_status_nullb) of $n nullb in status.json and $(ls $ORIG | grep -c '^nullb.*json$' || true) records when rmmod started (${delay} ms after modprobe)"
+	note "daemon had $(n_status_nullb) of $n nullb in status.json and $(n_records nullb) records when rmmod started (${delay} ms after modprobe)"
 	rmmod_null_blk
 	note "null_blk unloaded $(ms_since "$t0") ms after modprobe; $(n_status_nullb) nullb in status.json then"
 	hot_add
@@ -348,7 +394,7 @@ check_disks_removed_mid_burst() {
 	assert_eq "$pid" "$(main_pid)" "MainPID"
 	assert_eq "$nr" "$(nrestarts)" "NRestarts"
 	# What the journal says about the removed disks, by kind and priority.
-	out=$(ijournal --after-cursor="$cur" -o json | "$IOTVM_PY" -c '
+	out=$(ijournal --since="@$cur" -o json | "$IOTVM_PY" -c '
 import json, re, sys
 hot = sys.argv[1]
 pat = re.compile(r"\b(nullb\d+|" + re.escape(hot) + r")\b")
@@ -417,12 +463,12 @@ check_run_full() {
 	cur=$(cursor_now)
 	t0=$(_iotvm_us)
 	assert_ok modprobe null_blk nr_devices=4
-	wait_for '(for i in 0 1 2 3; do ijournal --after-cursor="$cur" DEVICE=nullb$i | grep -q "nullb$i: not tuned" || exit 1; done)' 30 \
-		'ijournal --after-cursor="$cur" | tail -n 30'
+	wait_for '(for i in 0 1 2 3; do ijournal --since="@$cur" DEVICE=nullb$i | grep -q "nullb$i: not tuned" || exit 1; done)' 30 \
+		'ijournal --since="@$cur" | tail -n 30'
 	note "4 'not tuned' entries ${WAITED}s after modprobe:"
-	ijournal --after-cursor="$cur" -o cat DEVICE=nullb0 | sed 's/^/    | /'
-	ijournal --after-cursor="$cur" -p warning -o cat | grep -v nullb | sort | uniq -c | sed 's/^/    | /'
-	ijournal --after-cursor="$cur" DEVICE=nullb0 -o cat | grep -Eq 'nullb0: not tuned: .*original values.*No space left on device' ||
+	ijournal --since="@$cur" -o cat DEVICE=nullb0 | sed 's/^/    | /'
+	ijournal --since="@$cur" -p warning -o cat | grep -v nullb | sort | uniq -c | sed 's/^/    | /'
+	ijournal --since="@$cur" DEVICE=nullb0 -o cat | grep -Eq 'nullb0: not tuned: .*original values.*No space left on device' ||
 		fail "the journal does not say that nullb0's original values could not be recorded for lack of space"
 	sleep 2 # two reassert intervals with the disk still full: nothing may be written
 	# Every knob that differs from a fresh disk's value must have a record.
@@ -440,7 +486,7 @@ check_run_full() {
 	wait_for '(for i in 0 1 2 3; do [[ -e $ORIG/nullb$i.json && $(sched_of nullb$i) != "$(<"$REF/nullb/scheduler")" ]] || exit 1; done)' 30 \
 		"ls $ORIG; grep -H . /sys/block/nullb*/queue/scheduler; ijournal -n 20"
 	note "space back: the 4 disks recorded and tuned $(ms_since "$t0") ms after the filler was deleted (reassert interval $INTERVAL_MS ms)"
-	wait_for 'ijournal --after-cursor="$cur" DEVICE=nullb3 | grep -q "nullb3 tuned with profile"' 10 'ijournal -n 20'
+	wait_for 'ijournal --since="@$cur" DEVICE=nullb3 | grep -q "nullb3 tuned with profile"' 10 'ijournal -n 20'
 	assert_originals
 	assert_eq "$pid" "$(main_pid)" "MainPID (no restart)"
 	assert_eq "$nr" "$(nrestarts)" "NRestarts"
@@ -469,7 +515,7 @@ check_journald_restarts() {
 		assert_eq 0 "$rc" "iotunectl status after journald restart $i"
 	done
 	wait_for "[[ \$(n_status_nullb) == $n ]]" 60 'iotunectl status | tail'
-	seen=$(ijournal --after-cursor="$cur0" -o cat MESSAGE_ID=c0e74b1dfaf847d5b438382e8afef2b0 | grep -Ec '^nullb[0-9]+ tuned with profile' || true)
+	seen=$(ijournal --since="@$cur0" -o cat MESSAGE_ID=c0e74b1dfaf847d5b438382e8afef2b0 | grep -Ec '^nullb[0-9]+ tuned with profile' || true)
 	note "tuned entries for the $n nullb disks of the burst (tuned while journald restarted): $seen"
 	assert_eq active "$(systemctl is-active iotuned.service)" "iotuned"
 	assert_eq "$pid" "$(main_pid)" "MainPID"
@@ -477,11 +523,11 @@ check_journald_restarts() {
 	# Events after the restarts: one drift, and the removal of the burst's disks.
 	cur=$(cursor_now)
 	echo mq-deadline >/sys/block/nvme0n1/queue/scheduler
-	wait_for 'ijournal --after-cursor="$cur" DEVICE=nvme0n1 KNOB=scheduler MESSAGE_ID=ddd3ea3720e646139165099acdaad3df | grep -q "drifted to mq-deadline"' 20 'ijournal -n 20'
+	wait_for 'ijournal --since="@$cur" DEVICE=nvme0n1 KNOB=scheduler MESSAGE_ID=ddd3ea3720e646139165099acdaad3df | grep -q "drifted to mq-deadline"' 20 'ijournal -n 20'
 	note "drift entry with DEVICE=nvme0n1 KNOB=scheduler ${WAITED}s after the write"
 	rmmod_null_blk
-	wait_for "[[ \$(ijournal --after-cursor=\"\$cur\" MESSAGE_ID=37d45c408b0b4ba99354ba9add6a1a42 -o json | grep -c '\"DEVICE\":\"nullb') == $n ]]" 30 \
-		'ijournal --after-cursor="$cur" | tail -n 20'
+	wait_for "[[ \$(ijournal --since=\"@\$cur\" MESSAGE_ID=37d45c408b0b4ba99354ba9add6a1a42 -o json | grep -c '\"DEVICE\":\"nullb') == $n ]]" 30 \
+		'ijournal --since="@$cur" | tail -n 20'
 	note "$n 'removed' entries with DEVICE=nullb* ${WAITED}s after rmmod"
 	assert_ok systemctl stop iotuned.service
 	assert_boot_values

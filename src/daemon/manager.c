@@ -701,15 +701,18 @@ static void strv_drop(char **l, const char *s) {
                 l[j] = NULL;
 }
 
-/* The disk is being removed (or is gone): the kernel unregisters its queue
- * directory first (block/genhd.c del_gendisk -> blk_unregister_queue), so reads
- * and writes that failed on it failed because of the removal, not a problem to
- * report. Its udev "remove" event follows and forgets it, plan and originals. */
+/* The disk is being removed (or is gone). The kernel tears its queue directory
+ * down first (block/genhd.c del_gendisk -> blk_unregister_queue): kernfs
+ * deactivates every attribute of it at once (open fails with ENODEV), then
+ * unlinks them (ENOENT), and the directory itself goes a moment later. So a
+ * failure seen while tuning a disk whose queue/logical_block_size (present on
+ * every gendisk, never tuned) cannot be read either was caused by the removal,
+ * and is not a problem to report: the udev "remove" event follows and forgets
+ * the disk, plan and originals. */
 static bool device_vanished(const Device *d) {
-        _cleanup_free_ char *q = NULL;
-        if (asprintf_safe(&q, "%s/queue", d->syspath) < 0)
-                return false;
-        return access(q, F_OK) < 0 && errno == ENOENT;
+        _cleanup_free_ char *v = NULL;
+        int r = read_attr_at(d->syspath, "queue/logical_block_size", &v);
+        return r == -ENOENT || r == -ENODEV || r == -ENXIO;
 }
 
 /* reconcile refused to write anything to the disk because its original values

@@ -74,6 +74,8 @@ Manager *manager_free(Manager *m) {
         free(m->modprobe_dropin);
         strv_free(m->rebound);
         strv_free(m->unrecorded);
+        strv_free(m->report_pending);
+        free(m->report_pending_since);
         free(m->status_path);
         free(m);
         return NULL;
@@ -701,18 +703,71 @@ static void strv_drop(char **l, const char *s) {
                 l[j] = NULL;
 }
 
-/* The disk is being removed (or is gone). The kernel tears its queue directory
- * down first (block/genhd.c del_gendisk -> blk_unregister_queue): kernfs
- * deactivates every attribute of it at once (open fails with ENODEV), then
- * unlinks them (ENOENT), and the directory itself goes a moment later. So a
- * failure seen while tuning a disk whose queue/logical_block_size (present on
- * every gendisk, never tuned) cannot be read either was caused by the removal,
- * and is not a problem to report: the udev "remove" event follows and forgets
- * the disk, plan and originals. */
+/* The disk is gone, or its queue directory is (block/genhd.c del_gendisk ->
+ * blk_unregister_queue removes it before the disk itself). */
 static bool device_vanished(const Device *d) {
-        _cleanup_free_ char *v = NULL;
-        int r = read_attr_at(d->syspath, "queue/logical_block_size", &v);
-        return r == -ENOENT || r == -ENODEV || r == -ENXIO;
+        _cleanup_free_ char *q = NULL;
+        if (asprintf_safe(&q, "%s/queue", d->syspath) < 0)
+                return false;
+        return access(q, F_OK) < 0 && errno == ENOENT;
+}
+
+/* A disk removed while its "add" is being handled fails in ways that look like
+ * problems: on 6.1 its scheduler, nr_requests and read_ahead_kb fail (ENOENT,
+ * ENODEV, or a write that cannot be read back) for a second or more while the
+ * rest of its queue directory still reads fine, and its udev "remove" follows
+ * later still. Seen with null_blk unloaded during a burst (tests/vm faults).
+ * Such a first tuning of a hot-added disk is reported only once it is
+ * PENDING_REPORT_USEC old and the disk is still there; a "remove" before that
+ * forgets it silently, after its "removed" entry. */
+#define PENDING_REPORT_USEC (5ULL * USEC_PER_SEC)
+
+static bool failure_may_be_removal(const DevicePlan *p) {
+        for (size_t k = 0; k < p->n_settings; k++) {
+                const Setting *s = &p->settings[k];
+                if (s->state == STATE_FAILED)
+                        return true;
+                /* Attributes every blk-mq queue has: "unsupported" means unreadable. */
+                if (s->state == STATE_UNSUPPORTED && s->irq < 0 && p->device->has_mq &&
+                    (s->knob->id == KNOB_SCHEDULER || s->knob->id == KNOB_NR_REQUESTS ||
+                     s->knob->id == KNOB_READ_AHEAD_KB || s->knob->id == KNOB_NOMERGES ||
+                     s->knob->id == KNOB_RQ_AFFINITY))
+                        return true;
+        }
+        return false;
+}
+
+static ssize_t pending_index(const Manager *m, const char *name) {
+        for (size_t i = 0; m->report_pending && m->report_pending[i]; i++)
+                if (streq(m->report_pending[i], name))
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void pending_drop(Manager *m, const char *name) {
+        ssize_t i = pending_index(m, name);
+        size_t n;
+        if (i < 0)
+                return;
+        n = strv_length(m->report_pending);
+        free(m->report_pending[i]);
+        memmove(m->report_pending + i, m->report_pending + i + 1, (n - i) * sizeof(char *)); /* with the NULL */
+        memmove(m->report_pending_since + i, m->report_pending_since + i + 1, (n - i - 1) * sizeof(uint64_t));
+}
+
+static int pending_add(Manager *m, const char *name) {
+        size_t n = strv_length(m->report_pending);
+        uint64_t *since;
+        if (pending_index(m, name) >= 0)
+                return 0;
+        since = realloc(m->report_pending_since, (n + 1) * sizeof(uint64_t));
+        if (!since)
+                return -ENOMEM;
+        m->report_pending_since = since;
+        if (strv_extend(&m->report_pending, name) < 0)
+                return -ENOMEM;
+        since[n] = now_usec(CLOCK_MONOTONIC);
+        return 0;
 }
 
 /* reconcile refused to write anything to the disk because its original values
@@ -783,8 +838,12 @@ static int manager_tune_device(Manager *m, Device *d) {
         stamp_changes(p);
         for (size_t k = 0; k < p->n_settings; k++)
                 p->settings[k].rt.last_reported = p->settings[k].state;
+        pending_drop(m, p->device->name);
         if (device_vanished(p->device))
                 log_debug("%s was removed while it was being tuned; its remove event follows.", p->device->name);
+        else if (m->in_batch && failure_may_be_removal(p) && pending_add(m, p->device->name) >= 0)
+                log_debug("%s: tuning failed in part; reporting it in %llu s unless the disk is removed meanwhile.",
+                          p->device->name, (unsigned long long) (PENDING_REPORT_USEC / USEC_PER_SEC));
         else
                 event_log_tuned(p);
 
@@ -814,6 +873,7 @@ static void manager_forget_device(Manager *m, const char *name) {
                      name);
         (void) originals_forget(m->originals_dir, name);
         strv_drop(m->unrecorded, name);
+        pending_drop(m, name);
         device_plan_free(m->plan.devices[idx]);
         memmove(m->plan.devices + idx, m->plan.devices + idx + 1, (m->plan.n - idx - 1) * sizeof(DevicePlan *));
         m->plan.n--;
@@ -948,6 +1008,21 @@ int manager_check_drift(Manager *m) {
         for (size_t i = 0; i < m->plan.n; i++) {
                 DevicePlan *p = m->plan.devices[i];
 
+                ssize_t pi = pending_index(m, p->device->name);
+                if (pi >= 0) {
+                        /* Its first tuning waits to be reported (or forgotten with the disk). */
+                        if (now - m->report_pending_since[pi] < PENDING_REPORT_USEC)
+                                continue;
+                        if (device_vanished(p->device)) {
+                                log_debug("%s was removed while it was being tuned; its remove event follows.",
+                                          p->device->name);
+                                continue;
+                        }
+                        pending_drop(m, p->device->name);
+                        event_log_tuned(p);
+                        changed = true;
+                        continue; /* corrected, if needed, from the next check on */
+                }
                 if (device_vanished(p->device))
                         continue; /* its remove event is on the way */
                 if (p->error && strv_contains(m->unrecorded, p->device->name)) {
@@ -1043,6 +1118,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
 
         (void) sd_event_source_set_enabled(m->batch_source, SD_EVENT_OFF);
         manager_refresh_irqs(m);
+        m->in_batch = true;
         for (char **e = batch; e && *e; e++) {
                 char *syspath = strchr(*e, ' ') + 1;
                 const char *action = *e, *name;
@@ -1081,6 +1157,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
                         log_error_errno(r, "Cannot tune %s: %m", name);
                 changed = true;
         }
+        m->in_batch = false;
         manager_sync_irqbalance(m, false);
         if (changed) {
                 manager_write_status(m);

@@ -153,7 +153,7 @@ def current(disk, k):
     if k == "scheduler" and "[" in v:
         v = v[v.index("[") + 1:v.index("]")]
     return v
-changed = 0
+changed = unrecorded = 0
 for disk in sorted(os.listdir("/sys/block")):
     if os.path.isdir(os.path.join(ref, disk)):
         rdir = os.path.join(ref, disk)
@@ -174,10 +174,11 @@ for disk in sorted(os.listdir("/sys/block")):
             changed += 1
             if k not in rec:
                 print(f"UNRECORDED {disk} {k}: {now!r} (was {want!r}), no original on disk")
+                unrecorded += 1
                 bad += 1
 print(f"originals: {len(recs)} records, {compared} queue values compared with the values before iotuned"
       f" ({other} controller values not compared), {len(tmp)} temporary files left{': ' + ' '.join(tmp) if tmp else ''};"
-      f" {changed} knobs changed now, each with its original recorded")
+      f" {changed} knobs changed now, {unrecorded} of them without an original on disk")
 sys.exit(1 if bad else 0)
 PY
 }

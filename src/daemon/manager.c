@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "events.h"
@@ -73,6 +74,9 @@ Manager *manager_free(Manager *m) {
         free(m->originals_dir);
         free(m->modprobe_dropin);
         strv_free(m->rebound);
+        strv_free(m->unrecorded);
+        strv_free(m->report_pending);
+        free(m->report_pending_since);
         free(m->status_path);
         free(m);
         return NULL;
@@ -708,6 +712,100 @@ static void module_targets(const Manager *m, DevicePlan *extra, int targets[_KNO
                 targets[k] = MAX(targets[k], more[k]);
 }
 
+/* Remove every copy of `s` from the NULL-terminated list `l` (freeing them). */
+static void strv_drop(char **l, const char *s) {
+        size_t j = 0;
+        for (size_t i = 0; l && l[i]; i++) {
+                if (streq(l[i], s))
+                        free(l[i]);
+                else
+                        l[j++] = l[i];
+        }
+        if (l)
+                l[j] = NULL;
+}
+
+/* The disk is gone, or its queue directory is (block/genhd.c del_gendisk ->
+ * blk_unregister_queue removes it before the disk itself). */
+static bool device_vanished(const Device *d) {
+        _cleanup_free_ char *q = NULL;
+        if (asprintf_safe(&q, "%s/queue", d->syspath) < 0)
+                return false;
+        return access(q, F_OK) < 0 && errno == ENOENT;
+}
+
+/* A disk removed while its "add" is being handled fails in ways that look like
+ * problems: on 6.1 its scheduler, nr_requests and read_ahead_kb fail (ENOENT,
+ * ENODEV, or a write that cannot be read back) for a second or more while the
+ * rest of its queue directory still reads fine, and its udev "remove" follows
+ * later still. Seen with null_blk unloaded during a burst (tests/vm faults).
+ * Such a first tuning of a hot-added disk is reported only once it is
+ * PENDING_REPORT_USEC old and the disk is still there; a "remove" before that
+ * forgets it silently, after its "removed" entry. */
+#define PENDING_REPORT_USEC (5ULL * USEC_PER_SEC)
+
+static bool failure_may_be_removal(const DevicePlan *p) {
+        for (size_t k = 0; k < p->n_settings; k++) {
+                const Setting *s = &p->settings[k];
+                if (s->state == STATE_FAILED)
+                        return true;
+                /* Attributes every blk-mq queue has: "unsupported" means unreadable. */
+                if (s->state == STATE_UNSUPPORTED && s->irq < 0 && p->device->has_mq &&
+                    (s->knob->id == KNOB_SCHEDULER || s->knob->id == KNOB_NR_REQUESTS ||
+                     s->knob->id == KNOB_READ_AHEAD_KB || s->knob->id == KNOB_NOMERGES ||
+                     s->knob->id == KNOB_RQ_AFFINITY))
+                        return true;
+        }
+        return false;
+}
+
+static ssize_t pending_index(const Manager *m, const char *name) {
+        for (size_t i = 0; m->report_pending && m->report_pending[i]; i++)
+                if (streq(m->report_pending[i], name))
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void pending_drop(Manager *m, const char *name) {
+        ssize_t i = pending_index(m, name);
+        size_t n;
+        if (i < 0)
+                return;
+        n = strv_length(m->report_pending);
+        free(m->report_pending[i]);
+        memmove(m->report_pending + i, m->report_pending + i + 1, (n - i) * sizeof(char *)); /* with the NULL */
+        memmove(m->report_pending_since + i, m->report_pending_since + i + 1, (n - i - 1) * sizeof(uint64_t));
+}
+
+static int pending_add(Manager *m, const char *name) {
+        size_t n = strv_length(m->report_pending);
+        uint64_t *since;
+        if (pending_index(m, name) >= 0)
+                return 0;
+        since = realloc(m->report_pending_since, (n + 1) * sizeof(uint64_t));
+        if (!since)
+                return -ENOMEM;
+        m->report_pending_since = since;
+        if (strv_extend(&m->report_pending, name) < 0)
+                return -ENOMEM;
+        since[n] = now_usec(CLOCK_MONOTONIC);
+        return 0;
+}
+
+/* reconcile refused to write anything to the disk because its original values
+ * could not be recorded (a full or read-only /run): the plan carries the error
+ * for the journal and status.json, and the disk is remembered so that every
+ * drift check tries again (see manager_retry_unrecorded), without a restart. */
+static void set_unrecorded(Manager *m, DevicePlan *p, int r) {
+        free(p->error);
+        p->error = NULL;
+        (void) asprintf_safe(&p->error, "cannot record its original values in %s (%s); nothing was written, retrying at "
+                                        "every drift check",
+                             m->originals_dir, strerror(-r));
+        if (!strv_contains(m->unrecorded, p->device->name))
+                (void) strv_extend(&m->unrecorded, p->device->name);
+}
+
 static int manager_tune_device(Manager *m, Device *d) {
         int targets[_KNOB_MAX];
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir,
@@ -758,11 +856,20 @@ static int manager_tune_device(Manager *m, Device *d) {
                 return r;
         }
         if (r < 0 && !p->error)
-                (void) asprintf_safe(&p->error, "not tuned: cannot record original values: %s", strerror(-r));
+                set_unrecorded(m, p, r);
+        else if (r >= 0)
+                strv_drop(m->unrecorded, p->device->name);
         stamp_changes(p);
         for (size_t k = 0; k < p->n_settings; k++)
                 p->settings[k].rt.last_reported = p->settings[k].state;
-        event_log_tuned(p);
+        pending_drop(m, p->device->name);
+        if (device_vanished(p->device))
+                log_debug("%s was removed while it was being tuned; its remove event follows.", p->device->name);
+        else if (m->in_batch && failure_may_be_removal(p) && pending_add(m, p->device->name) >= 0)
+                log_debug("%s: tuning failed in part; reporting it in %llu s unless the disk is removed meanwhile.",
+                          p->device->name, (unsigned long long) (PENDING_REPORT_USEC / USEC_PER_SEC));
+        else
+                event_log_tuned(p);
 
         idx = plan_index(m, p->device->name);
         if (idx >= 0) {
@@ -789,6 +896,8 @@ static void manager_forget_device(Manager *m, const char *name) {
         event_device(EVENT_REMOVED, LOG_INFO, m->plan.devices[idx], "%s removed; forgetting its plan and originals",
                      name);
         (void) originals_forget(m->originals_dir, name);
+        strv_drop(m->unrecorded, name);
+        pending_drop(m, name);
         device_plan_free(m->plan.devices[idx]);
         memmove(m->plan.devices + idx, m->plan.devices + idx + 1, (m->plan.n - idx - 1) * sizeof(DevicePlan *));
         m->plan.n--;
@@ -890,6 +999,31 @@ static void note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now) {
         }
 }
 
+/* A disk left untuned because its originals could not be recorded: try again.
+ * 1 when it is tuned now (logged as at hotplug), 0 while recording still fails
+ * (logged once, when it first failed), -ENOMEM. */
+static int manager_retry_unrecorded(Manager *m, DevicePlan *p, const ReconcileOptions *o) {
+        _cleanup_free_ char *error = TAKE_PTR(p->error);
+        int r;
+
+        r = reconcile_device(p, o);
+        if (r == -ENOMEM) {
+                p->error = TAKE_PTR(error);
+                return r;
+        }
+        if (r < 0) {
+                p->error = TAKE_PTR(error);
+                return 0;
+        }
+        strv_drop(m->unrecorded, p->device->name);
+        stamp_changes(p);
+        for (size_t k = 0; k < p->n_settings; k++)
+                p->settings[k].rt.last_reported = p->settings[k].state;
+        log_info("%s: its original values are recorded now; tuning it.", p->device->name);
+        event_log_tuned(p);
+        return 1;
+}
+
 int manager_check_drift(Manager *m) {
         int targets[_KNOB_MAX];
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = m->originals_dir,
@@ -902,6 +1036,30 @@ int manager_check_drift(Manager *m) {
         for (size_t i = 0; i < m->plan.n; i++) {
                 DevicePlan *p = m->plan.devices[i];
 
+                ssize_t pi = pending_index(m, p->device->name);
+                if (pi >= 0) {
+                        /* Its first tuning waits to be reported (or forgotten with the disk). */
+                        if (now - m->report_pending_since[pi] < PENDING_REPORT_USEC)
+                                continue;
+                        if (device_vanished(p->device)) {
+                                log_debug("%s was removed while it was being tuned; its remove event follows.",
+                                          p->device->name);
+                                continue;
+                        }
+                        pending_drop(m, p->device->name);
+                        event_log_tuned(p);
+                        changed = true;
+                        continue; /* corrected, if needed, from the next check on */
+                }
+                if (device_vanished(p->device))
+                        continue; /* its remove event is on the way */
+                if (p->error && strv_contains(m->unrecorded, p->device->name)) {
+                        r = manager_retry_unrecorded(m, p, &o);
+                        if (r == -ENOMEM)
+                                return r;
+                        changed = changed || r > 0;
+                        continue;
+                }
                 if (p->excluded || p->error)
                         continue;
                 for (size_t k = 0; k < p->n_settings; k++) {
@@ -988,6 +1146,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
 
         (void) sd_event_source_set_enabled(m->batch_source, SD_EVENT_OFF);
         manager_refresh_irqs(m);
+        m->in_batch = true;
         for (char **e = batch; e && *e; e++) {
                 char *syspath = strchr(*e, ' ') + 1;
                 const char *action = *e, *name;
@@ -1020,10 +1179,13 @@ static int on_batch(sd_event_source *s, void *userdata) {
                         continue;
                 if (r >= 0)
                         r = manager_tune_device(m, d);
-                if (r < 0)
+                if (r < 0 && access(syspath, F_OK) < 0 && errno == ENOENT)
+                        log_debug_errno(r, "Cannot tune %s, which was removed meanwhile: %m", name);
+                else if (r < 0)
                         log_error_errno(r, "Cannot tune %s: %m", name);
                 changed = true;
         }
+        m->in_batch = false;
         manager_sync_irqbalance(m, false);
         if (changed) {
                 manager_write_status(m);

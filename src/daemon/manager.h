@@ -35,6 +35,13 @@ typedef struct Manager {
         char *status_path;
         char *modprobe_dropin;           /* NVME_MODPROBE_DROPIN under root */
         char **rebound;                  /* PCI addresses of controllers rebound once already */
+        char **unrecorded;               /* disks not tuned: their originals could not be recorded */
+        /* Hot-added disks whose first tuning failed in a way a removal in progress
+         * explains: reported by a drift check once PENDING_REPORT_USEC old, unless
+         * the disk has gone by then (see manager_tune_device). */
+        char **report_pending;
+        uint64_t *report_pending_since;  /* CLOCK_MONOTONIC, one per name */
+        bool in_batch;                   /* handling udev events (not start or reload) */
 
         /* irqbalance: the vectors we pin are banned at runtime through its socket */
         IrqBalance irqbalance;

@@ -399,7 +399,8 @@ check_disks_removed_mid_burst() {
 import json, re, sys
 hot = sys.argv[1]
 pat = re.compile(r"\b(nullb\d+|" + re.escape(hot) + r")\b")
-ids = {"c0e74b1dfaf847d5b438382e8afef2b0": "tuned", "37d45c408b0b4ba99354ba9add6a1a42": "removed",
+ids = {"864c75e8f2f04514959963e275d18f0d": "tuned", "c0e74b1dfaf847d5b438382e8afef2b0": "written",
+       "209e96bbbcf94bcf8c11688bcfa1047e": "not-tuned", "37d45c408b0b4ba99354ba9add6a1a42": "removed",
        "ff7b44bea39643da99ddbf3a343030d5": "unsupported", "78e618eba7c04a25abdf1b130e03302c": "failed",
        "ddd3ea3720e646139165099acdaad3df": "drift", "491c4daa961a49429ac640a54eacbec9": "restore"}
 kinds, errors, devs, tuned, removed, unsup = {}, [], set(), set(), set(), []
@@ -515,7 +516,8 @@ check_journald_restarts() {
 		assert_eq 0 "$rc" "iotunectl status after journald restart $i"
 	done
 	wait_for "[[ \$(n_status_nullb) == $n ]]" 60 'iotunectl status | tail'
-	seen=$(ijournal --since="@$cur0" -o cat MESSAGE_ID=c0e74b1dfaf847d5b438382e8afef2b0 | grep -Ec '^nullb[0-9]+ tuned with profile' || true)
+	# the per-disk summary (MESSAGE_ID of a device tuned; catalog/iotuned.catalog)
+	seen=$(ijournal --since="@$cur0" -o cat MESSAGE_ID=864c75e8f2f04514959963e275d18f0d | grep -Ec '^nullb[0-9]+ tuned with profile' || true)
 	note "tuned entries for the $n nullb disks of the burst (tuned while journald restarted): $seen"
 	assert_eq active "$(systemctl is-active iotuned.service)" "iotuned"
 	assert_eq "$pid" "$(main_pid)" "MainPID"

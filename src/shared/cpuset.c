@@ -127,9 +127,9 @@ int cpuset_parse(const char *s, CpuSet *ret) {
 
                 while (*p == ' ' || *p == '\t')
                         p++;
-                if (*p == 0 || *p == '\n')
+                if (*p == 0 || (*p == '\n' && p[1] == 0))
                         break;
-                r = parse_cpu(&p, &a);
+                r = parse_cpu(&p, &a); /* a newline before the end fails here */
                 if (r < 0)
                         goto fail;
                 b = a;
@@ -153,7 +153,7 @@ int cpuset_parse(const char *s, CpuSet *ret) {
                 if (*p == ',') {
                         p++;
                         /* A trailing comma is a typo, not an empty element. */
-                        while (*p == ' ')
+                        while (*p == ' ' || *p == '\t')
                                 p++;
                         if (*p == 0 || *p == '\n') {
                                 r = -EINVAL;

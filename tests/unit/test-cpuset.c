@@ -29,6 +29,13 @@ TEST(simple_lists) {
         ROUNDTRIP("5,7,9-10", "5,7,9-10");
         ROUNDTRIP("", "");
         ROUNDTRIP("\n", "");
+        /* Only one trailing newline: text after a newline, or a comma before
+         * the end, is an error, not an empty or shorter set (found by fuzzing). */
+        ASSERT_TRUE(roundtrip("\n5") == NULL);
+        ASSERT_TRUE(roundtrip(" \n0-3") == NULL);
+        ASSERT_TRUE(roundtrip("0-3\n\n") == NULL);
+        ASSERT_TRUE(roundtrip("0,\t\n") == NULL);
+        ASSERT_TRUE(roundtrip("0,\t") == NULL);
         ROUNDTRIP("2\n", "2");
 }
 

@@ -424,16 +424,13 @@ int ynode_check_owner(const char *path, const struct stat *st, Diag *diag) {
         return 0;
 }
 
-/* Why not read_full_file(): it returns a NUL-terminated string without its length
- * and strips trailing newlines and NULs, so a NUL inside a file would silently cut
- * the document short instead of being reported at its place; and the ownership
- * check belongs to the file descriptor actually read (no window between a stat(2)
- * and the open(2)). The open follows read_full_file()'s rules: O_NONBLOCK (a FIFO
- * never blocks the open), a regular file only, bounded size. */
+/* Not read_full_file(): a NUL inside a file must be reported at its place, not
+ * cut the document short (read_fd_full() keeps it, with the length), and the
+ * ownership check belongs to the descriptor actually read (no window between a
+ * stat(2) and the open(2)). The open follows read_full_file()'s rules:
+ * O_NONBLOCK (a FIFO never blocks the open), a regular file only, bounded size. */
 static int read_config_file(const char *path, char **ret, size_t *ret_len, Diag *diag) {
         _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, alloc;
         struct stat st;
         int r;
 
@@ -456,47 +453,14 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len, Diag 
         r = ynode_check_owner(path, &st, diag);
         if (r < 0)
                 return r;
-        if ((uint64_t) st.st_size > YNODE_MAX_FILE_SIZE)
-                goto too_big;
-        alloc = (size_t) st.st_size + 1;
-        buf = malloc(alloc + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n;
-                if (len == alloc) {
-                        /* It grew while being read. */
-                        char *nb;
-                        if (alloc > YNODE_MAX_FILE_SIZE)
-                                goto too_big;
-                        alloc = MIN(alloc * 2, (size_t) YNODE_MAX_FILE_SIZE + 1);
-                        nb = realloc(buf, alloc + 1);
-                        if (!nb)
-                                return -ENOMEM;
-                        buf = nb;
-                }
-                n = read(fd, buf + len, alloc - len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        r = negative_errno();
-                        diag_add_file(diag, path, "read error: %s", file_strerror(r));
-                        return r;
-                }
-                if (n == 0)
-                        break;
-                len += n;
-                if (len > YNODE_MAX_FILE_SIZE)
-                        goto too_big;
-        }
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
-too_big:
-        diag_add_file(diag, path, "file is larger than %u KiB (1 MiB), the limit for a configuration file; refusing it",
-                      YNODE_MAX_FILE_SIZE / 1024);
-        return -EFBIG;
+        r = read_fd_full(fd, YNODE_MAX_FILE_SIZE, ret, ret_len);
+        if (r == -EFBIG)
+                diag_add_file(diag, path,
+                              "file is larger than %u KiB (1 MiB), the limit for a configuration file; refusing it",
+                              YNODE_MAX_FILE_SIZE / 1024);
+        else if (r < 0 && r != -ENOMEM)
+                diag_add_file(diag, path, "read error: %s", file_strerror(r));
+        return r;
 }
 
 int ynode_parse_file(const char *path, YNode **ret, Diag *diag) {

@@ -13,10 +13,7 @@
  * read through here. */
 #define ATTR_MAX 65536
 
-/* Read all of fd, at most max bytes (-EFBIG beyond), into a NUL-terminated string
- * without its trailing newlines and NULs. The buffer grows as the data comes, so a
- * large max costs nothing for a small file. */
-static int read_fd_bounded(int fd, size_t max, char **ret) {
+int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, alloc = 0;
 
@@ -52,10 +49,25 @@ static int read_fd_bounded(int fd, size_t max, char **ret) {
                 if (!buf)
                         return -ENOMEM;
         }
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+/* read_fd_full() without the trailing newlines and NULs. */
+static int read_fd_bounded(int fd, size_t max, char **ret) {
+        char *buf;
+        size_t len;
+        int r;
+
+        r = read_fd_full(fd, max, &buf, &len);
+        if (r < 0)
+                return r;
         while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\0'))
                 len--;
         buf[len] = 0;
-        *ret = TAKE_PTR(buf);
+        *ret = buf;
         return 0;
 }
 
@@ -70,23 +82,46 @@ const char *file_strerror(int r) {
  * is expected would block read(2) or yield endless data. sysfs attributes and
  * procfs files are regular files, so this costs the real trees nothing. O_NONBLOCK
  * has no effect on regular files and stays set. */
-static int open_regular(const char *path, int extra_flags, size_t max, bool check_size) {
-        _cleanup_close_ int fd = -1;
+/* A descriptor opened for reading must be a regular file (of at most `max`
+ * bytes by its size, when `check_size`: procfs and sysfs report sizes unrelated
+ * to the contents, 0 or 4096). */
+static int check_regular_fd(int fd, size_t max, bool check_size) {
         struct stat st;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | extra_flags);
-        if (fd < 0)
-                return negative_errno();
         if (fstat(fd, &st) < 0)
                 return negative_errno();
         if (S_ISDIR(st.st_mode))
                 return -EISDIR;
         if (!S_ISREG(st.st_mode))
                 return -EBADFD;
-        /* procfs and sysfs report sizes unrelated to the contents (0 or 4096). */
         if (check_size && (st.st_size < 0 || (uint64_t) st.st_size > max))
                 return -EFBIG;
+        return 0;
+}
+
+/* Open for reading without ever blocking in open(2) (a FIFO with no writer) and
+ * insist on a regular file: a FIFO, socket or device where a file or an attribute
+ * is expected would block read(2) or yield endless data. sysfs attributes and
+ * procfs files are regular files, so this costs the real trees nothing. O_NONBLOCK
+ * has no effect on regular files and stays set. */
+static int open_regular(const char *path, int extra_flags, size_t max, bool check_size) {
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | extra_flags);
+        if (fd < 0)
+                return negative_errno();
+        r = check_regular_fd(fd, max, check_size);
+        if (r < 0)
+                return r;
         return TAKE_FD(fd);
+}
+
+int read_regular_fd(int fd, size_t max, char **ret) {
+        int r = check_regular_fd(fd, max, false);
+        if (r < 0)
+                return r;
+        return read_fd_bounded(fd, max, ret);
 }
 
 int read_full_file(const char *path, size_t max, char **ret) {

@@ -26,6 +26,17 @@ int read_full_file(const char *path, size_t max, char **ret);
  * are stripped, as by read_full_file(). */
 int read_regular_file(const char *path, size_t max, char **ret);
 
+/* The same checks and bounded read on a descriptor the caller opened (e.g. inside
+ * a --root tree): a regular file, at most `max` bytes, trailing newlines and NULs
+ * stripped. The descriptor is left open. */
+int read_regular_fd(int fd, size_t max, char **ret);
+
+/* Read all of fd as it is, at most `max` bytes (-EFBIG beyond; a file that grows
+ * while it is read is caught too), NUL-terminated, with its length (a NUL inside
+ * is kept, for parsers that report it). No checks of the file type: the caller
+ * has made them. The buffer grows as the data comes. */
+int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len);
+
 /* Write one value to a sysfs/procfs attribute: one unbuffered write(2) of the
  * value plus a newline, only to a regular file (-EBADFD otherwise; a FIFO is never
  * waited on), no O_CREAT (an absent attribute is -ENOENT, never a new

@@ -180,16 +180,13 @@ int root_open(const char *root, const char *path, int flags, mode_t mode) {
 
 static int read_in_root(const char *root, const char *path, size_t max, int extra_flags, char **ret) {
         _cleanup_close_ int fd = -1;
-        char proc[64];
 
         /* O_NONBLOCK: a FIFO without a writer does not block the open. */
         fd = root_open(root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | extra_flags, 0);
         if (fd < 0)
                 return fd;
-        /* The checks and the bounded read are fileio's, on this very file (reopened
-         * through its descriptor, so nothing is resolved again). */
-        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-        return read_full_file(proc, max, ret);
+        /* The checks and the bounded read are fileio's, on this very descriptor. */
+        return read_regular_fd(fd, max, ret);
 }
 
 int root_read_file(const char *root, const char *path, size_t max, char **ret) {

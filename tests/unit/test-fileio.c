@@ -88,10 +88,44 @@ TEST(regular_files_and_limits) {
         tmpdir_remove(dir);
 }
 
+TEST(descriptor_readers) {
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *p = path_join(dir, "f"), *fifo = path_join(dir, "fifo");
+        _cleanup_close_ int fd = -1, ffd = -1;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        f = fopen(p, "we");
+        ASSERT_TRUE(f != NULL);
+        fwrite("a\0b\n", 1, 4, f);
+        fclose(f);
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        /* raw: the NUL inside and the newline stay, with the length */
+        ASSERT_INT_EQ(read_fd_full(fd, 4, &text, &len), 0);
+        ASSERT_INT_EQ((int) len, 4);
+        ASSERT_TRUE(memcmp(text, "a\0b\n", 5) == 0);
+        free(text), text = NULL;
+        ASSERT_TRUE(lseek(fd, 0, SEEK_SET) == 0);
+        ASSERT_INT_EQ(read_fd_full(fd, 3, &text, &len), -EFBIG);
+        ASSERT_TRUE(lseek(fd, 0, SEEK_SET) == 0);
+        ASSERT_INT_EQ(read_regular_fd(fd, 64, &text), 0);
+        ASSERT_STREQ(text, "a");
+        free(text), text = NULL;
+        /* a FIFO's descriptor is refused before any read */
+        ASSERT_TRUE(mkfifo(fifo, 0600) == 0);
+        ffd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        ASSERT_TRUE(ffd >= 0);
+        ASSERT_INT_EQ(read_regular_fd(ffd, 64, &text), -EBADFD);
+        ASSERT_TRUE(text == NULL);
+        tmpdir_remove(dir);
+}
+
 TEST(error_text) {
         ASSERT_STREQ(file_strerror(-EBADFD), "not a regular file");
         ASSERT_STREQ(file_strerror(-ENOENT), "No such file or directory");
 }
 
 TEST_MAIN(T(fifo_is_refused_without_blocking), T(fifo_with_reader_is_not_written), T(directory_and_device),
-          T(regular_files_and_limits), T(error_text))
+          T(regular_files_and_limits), T(descriptor_readers), T(error_text))

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "plan-json.h"
 #include "escape.h"
 #include "log.h"
 #include "util.h"
@@ -69,7 +70,7 @@ static void help(void) {
                "  iotunectl apply nvme0n1         # tune one disk now\n"
                "  iotunectl verify --json         # fleet check; exit code says drift or not\n"
                "  iotunectl explain nvme0n1       # why does it get that profile?\n",
-               OUTPUT_SCHEMA_VERSION, IOTUNED_ETC_DIR, IOTUNED_RUN_DIR, IOTUNED_VENDOR_DIR);
+               REPORT_SCHEMA_VERSION, IOTUNED_ETC_DIR, IOTUNED_RUN_DIR, IOTUNED_VENDOR_DIR);
 }
 
 /* One command's help: `iotunectl COMMAND --help` or `iotunectl help COMMAND`. */

@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "plan.h"
+#include "tuner.h"
 
 /* Exit codes of iotunectl, documented in iotunectl(8). */
 enum {
@@ -25,19 +26,14 @@ typedef struct Cli {
         bool json;
         bool quiet;
         bool all;                /* also list settings that are ok */
-        char *originals_dir;     /* <root>/run/iotuned/originals */
-        char *modprobe_dropin;   /* <root>/etc/modprobe.d/iotuned-nvme.conf */
-        char *proc_root;         /* "" or <root>: /proc/interrupts and /proc/irq live under it */
-        struct udev *udev;
-        Topology topology;
-        IrqTable irqs;
-        PlanContext ctx;
+        Tuner tuner;             /* the pipeline; iotunectl only adds argv and output */
 } Cli;
 
 int cli_init(Cli *c);
 void cli_done(Cli *c);
 
-/* Each returns an exit code from the enum above. */
+/* The verbs. Each returns an exit code from the enum above; the steps below them
+ * return -errno, and each verb maps a failure to its exit code once. */
 int cli_plan(Cli *c, char **devices);
 int cli_apply(Cli *c, char **devices);
 int cli_verify(Cli *c, char **devices);
@@ -47,14 +43,22 @@ int cli_profiles(Cli *c, const char *action, const char *name);
 int cli_check_config(Cli *c);
 int cli_status(Cli *c);
 
-/* output.c: the one rendering of a reconciled plan, as a table or as JSON
- * (schema documented in iotunectl(8); bump OUTPUT_SCHEMA_VERSION on breaking changes). */
-#define OUTPUT_SCHEMA_VERSION 1
+/* cli.c: steps shared by the verbs. */
 
+/* Load and validate the configuration. On an invalid one the diagnostics go to
+ * stderr, or into *ret_diag when the caller wants them (check-config --json),
+ * and -EINVAL is returned; -ENOMEM is logged. */
+int cli_load_config(Cli *c, Config **ret, Diag *ret_diag);
+/* The exit code of a failed cli_load_config(). */
+int cli_config_exit(int r);
+/* Logs why `name` cannot be tuned (tuner_lookup()'s -errno); returns EXIT_NO_DEVICE. */
+int cli_lookup_error(const char *name, int r);
+/* A plan as --json or as a table and summary. */
+void cli_print_plan(Cli *c, const char *command, const Plan *p, bool dry_run, bool show_ok);
+bool plan_has_state(const Plan *p, SettingState st);
+
+/* output.c: the rendering of a reconciled plan as a table (JSON: plan-json.h). */
 struct json_object;
-struct json_object *output_json_new(const char *command);
-struct json_object *output_plan_json(const Plan *p, bool dry_run);
-struct json_object *output_mark_json(const Mark *m);
 void output_json_print(struct json_object *j);
 void output_plan_table(const Plan *p, bool dry_run, bool show_ok);
 void output_plan_summary(const Plan *p, const char *command, bool dry_run);

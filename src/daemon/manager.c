@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "plan-json.h"
 #include "events.h"
 #include "fileio.h"
 #include "log.h"
@@ -145,18 +145,13 @@ static void manager_write_metrics(Manager *m) {
 }
 
 static void manager_write_status(Manager *m) {
-        json_object *j = output_json_new("status"), *body = output_plan_json(&m->plan, false), *d;
+        json_object *j = report_plan_document("status", &m->plan, false), *d;
         const char *text;
         int r;
 
         manager_write_metrics(m);
-        if (!j || !body) {
-                json_object_put(j);
-                json_object_put(body);
+        if (!j)
                 return;
-        }
-        json_object_object_foreach(body, key, val) json_object_object_add(j, key, json_object_get(val));
-        json_object_put(body);
         d = json_object_new_object();
         json_object_object_add(d, "pid", json_object_new_int((int) getpid()));
         json_object_object_add(d, "reassert_interval_usec", json_object_new_uint64(m->config->reassert_usec));

@@ -26,7 +26,7 @@ TEST(good_document) {
         ASSERT_INT_EQ(s.devices[0].nvme->maps_poll, 1);
         ASSERT_INT_EQ(s.devices[0].nvme->apst_supported, 1);
         ASSERT_INT_EQ(s.devices[0].n_settings, 1);
-        ASSERT_STREQ(s.devices[0].settings[0].state, "drifted");
+        ASSERT_TRUE(s.devices[0].settings[0].state == STATE_DRIFTED);
         ASSERT_TRUE(s.devices[0].settings[0].object == NULL);
         ASSERT_INT_EQ(s.devices[0].settings[0].drifts, 3);
         status_done(&s);
@@ -99,6 +99,9 @@ static const struct {
           "devices[3].settings[0].state: expected a string" },
         { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"settings\":[{\"state\":\"ok\"}]}]}",
           "devices[0].settings[0].knob: missing" },
+        /* States are the writer's words (setting_state_to_string), nothing else. */
+        { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"settings\":[{\"knob\":\"x\",\"state\":\"would-change\"}]}]}",
+          "devices[0].settings[0].state: unknown state \"would-change\"" },
         { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"settings\":[{\"knob\":\"x\",\"state\":\"ok\",\"drifts\":\"3\"}]}]}",
           "devices[0].settings[0].drifts: expected an integer" },
         { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"settings\":[{\"knob\":\"x\",\"state\":\"ok\",\"drifts\":5000000000}]}]}",

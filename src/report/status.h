@@ -4,14 +4,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The daemon's state file (/run/iotuned/status.json), read as untrusted input:
+#include "plan.h"
+
+/* The daemon's state file (/run/iotuned/status.json, written from plan-json.h), read
+ * as untrusted input:
  * every member `iotunectl status` uses is type-checked here, once, so the
  * printing code never touches json-c. Strings point into `root`. */
 
 struct json_object;
 
 typedef struct StatusSetting {
-        const char *knob, *object, *state, *effective, *observed, *note;
+        const char *knob, *object, *effective, *observed, *note;
+        SettingState state;
         unsigned drifts;
 } StatusSetting;
 

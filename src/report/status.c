@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -147,14 +148,32 @@ static int parse_nvme(Parser *p, json_object *n, const char *path, StatusNvme *r
         return 0;
 }
 
+/* The state names are the writer's (setting_state_to_string): one vocabulary. */
+static int get_state(Parser *p, json_object *o, const char *path, const char *key, SettingState *ret) {
+        const char *name;
+        int r = get_string(p, o, path, key, WANT_REQUIRED, &name);
+        if (r < 0)
+                return r;
+        for (SettingState s = 0; s < _STATE_MAX; s++)
+                if (streq(name, setting_state_to_string(s))) {
+                        *ret = s;
+                        return 0;
+                }
+        _cleanup_free_ char *mp = member_path(path, key);
+        return mp ? fail(p, mp, "unknown state \"%s\"", name) : (p->oom = true, -ENOMEM);
+}
+
 static int parse_setting(Parser *p, json_object *e, const char *path, StatusSetting *ret) {
         int r;
+
+        assert(p);
+        assert(ret);
 
         if (!json_object_is_type(e, json_type_object))
                 return fail(p, path, "expected an object");
         if ((r = get_string(p, e, path, "knob", WANT_REQUIRED, &ret->knob)) < 0 ||
             (r = get_string(p, e, path, "object", WANT_OPTIONAL | WANT_NULLABLE, &ret->object)) < 0 ||
-            (r = get_string(p, e, path, "state", WANT_REQUIRED, &ret->state)) < 0 ||
+            (r = get_state(p, e, path, "state", &ret->state)) < 0 ||
             (r = get_string(p, e, path, "effective", WANT_OPTIONAL | WANT_NULLABLE, &ret->effective)) < 0 ||
             (r = get_string(p, e, path, "observed", WANT_OPTIONAL | WANT_NULLABLE, &ret->observed)) < 0 ||
             (r = get_string(p, e, path, "note", WANT_OPTIONAL | WANT_NULLABLE, &ret->note)) < 0 ||

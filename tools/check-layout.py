@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The floors of src/ point one way, and no two source files depend on each other.
+
+    check-layout.py SRC_DIR LIBRARY.a
+
+The floors, lowest first (README.md, "Layout"):
+
+    shared -> probe -> knob -> config -> plan -> apply -> {tuner, report} -> {cli, daemon} -> main
+
+A file may use its own folder and the floors below it, never a floor above, nor
+another folder of its own floor. Two checks, each with the file and the name:
+
+  includes  every #include "x.h" of src/<folder>/*.[ch] and src/*.c;
+  calls     every symbol an object of the library uses (nm: U) and the object
+            that defines it (T, D, B, R): the same rule, and the graph of files
+            has no cycle (a call from a.c into b.c and from b.c back into a.c).
+
+Exit 0 when both hold; otherwise each violation on a line of its own, exit 1.
+"""
+import os
+import re
+import subprocess
+import sys
+
+FLOORS = {
+    "shared": 0,
+    "probe": 1,
+    "knob": 2,
+    "config": 3,
+    "plan": 4,
+    "apply": 5,
+    "tuner": 6,
+    "report": 6,
+    "cli": 7,
+    "daemon": 7,
+    "": 8,  # src/iotunectl.c, src/iotuned.c
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def folder_of(path, src):
+    rel = os.path.relpath(path, src)
+    return os.path.dirname(rel)
+
+
+def may_use(user, used):
+    """Whether a file in folder `user` may use one in folder `used`."""
+    return user == used or FLOORS[user] > FLOORS[used]
+
+
+def main():
+    src, lib = sys.argv[1], sys.argv[2]
+    problems = []
+
+    headers, sources = {}, []
+    for dirpath, _, files in os.walk(src):
+        folder = os.path.relpath(dirpath, src)
+        folder = "" if folder == "." else folder
+        if folder not in FLOORS:
+            problems.append(f"src/{folder}/: a folder with no floor: add it to FLOORS in {sys.argv[0]} "
+                            "and to README.md's Layout")
+            continue
+        for f in sorted(files):
+            if f.endswith(".h"):
+                if f in headers:
+                    problems.append(f"{f}: two headers of that name (src/{headers[f]}, src/{folder})")
+                headers[f] = folder
+            if f.endswith((".c", ".h")):
+                sources.append(os.path.join(dirpath, f))
+
+    # includes
+    for path in sorted(sources):
+        user = folder_of(path, src)
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        for m in INCLUDE.finditer(text):
+            name = m.group(1)
+            used = headers.get(name)
+            if used is None:
+                continue  # a generated header (config.h of the build) or a system one
+            if not may_use(user, used):
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append(f"src/{os.path.relpath(path, src)}:{line}: includes {name} of src/{used}/ "
+                                f"(floor {FLOORS[used]}) from src/{user or '.'}/ (floor {FLOORS[user]})")
+
+    # calls, from the objects of the library
+    out = subprocess.run(["nm", "-A", lib], check=True, capture_output=True, text=True).stdout
+    defined, undefined = {}, {}
+    for line in out.splitlines():
+        # "lib.a:member.o:0000000000000000 T name" or "lib.a:member.o:                 U name"
+        m = re.match(r"^(?:[^:]*:)?([^:]+\.o):\s*(?:[0-9a-fA-F]+\s+)?([A-Za-z])\s+(\S+)$", line)
+        if not m:
+            continue
+        obj, kind, sym = m.groups()
+        member = os.path.basename(obj)
+        mm = re.match(r"^(?:([a-z]+)_)?(.+)\.c\.o$", member)
+        if not mm or member.startswith("meson-generated"):
+            continue
+        source = (mm.group(1) + "/" if mm.group(1) else "") + mm.group(2) + ".c"
+        if kind == "U":
+            undefined.setdefault(source, set()).add(sym)
+        elif kind.isupper():
+            defined[sym] = source
+
+    edges = {}
+    for user_file, syms in undefined.items():
+        for sym in sorted(syms):
+            def_file = defined.get(sym)
+            if not def_file or def_file == user_file:
+                continue
+            edges.setdefault(user_file, {}).setdefault(def_file, sym)
+            user, used = os.path.dirname(user_file), os.path.dirname(def_file)
+            if user in FLOORS and used in FLOORS and not may_use(user, used):
+                problems.append(f"src/{user_file}: uses {sym} of src/{def_file} "
+                                f"(floor {FLOORS[used]}) from floor {FLOORS[user]}")
+
+    # cycles between files (Tarjan's strongly connected components)
+    index, low, stack, on_stack, sccs = {}, {}, [], set(), []
+    counter = [0]
+
+    def strongconnect(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                sccs.append(sorted(scc))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(set(edges) | {w for e in edges.values() for w in e}):
+        if v not in index:
+            strongconnect(v)
+    for scc in sccs:
+        calls = [f"{a} -> {b} ({edges[a][b]})" for a in scc for b in scc if b in edges.get(a, {})]
+        problems.append("files that call each other: " + "; ".join(calls))
+
+    if not defined:
+        problems.append(f"{lib}: no symbols read (nm found nothing): the check checked nothing")
+    for p in problems:
+        print(p)
+    print(f"layout: {len(sources)} files, {sum(len(e) for e in edges.values())} file-to-file calls, "
+          f"{len(problems)} problem{'s' if len(problems) != 1 else ''}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cpuset.h"
+#include "irq-place.h"
 #include "plan.h"
 #include "util.h"
 

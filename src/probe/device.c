@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 
 #include "device.h"
+#include "sysfs-attr.h"
 #include "fileio.h"
 #include "escape.h"
 #include "log.h"
@@ -48,20 +49,6 @@ const char *device_property(const Device *d, const char *key) {
                 if (strneq(*p, key, n) && (*p)[n] == '=')
                         return *p + n + 1;
         return NULL;
-}
-
-char *attr_trimmed(struct udev_device *u, const char *attr) {
-        /* Through fileio rather than libudev's sysattr cache, which would open a FIFO
-         * in a test tree and wait on it forever: a regular file or nothing. */
-        const char *syspath = u ? udev_device_get_syspath(u) : NULL;
-        char *c = NULL;
-        if (!syspath || read_attr_at(syspath, attr, &c) < 0)
-                return NULL;
-        if (!*strstrip(c)) {
-                free(c);
-                return NULL;
-        }
-        return c;
 }
 
 static char *prop_dup(struct udev_device *u, const char *key) {

@@ -6,9 +6,9 @@
 
 #include <libnvme.h>
 
-#include "device.h"
-#include "nvme-feature.h"
+#include "nvme-command.h"
 #include "nvme.h"
+#include "sysfs-attr.h"
 #include "util.h"
 
 NvmeCtrl *nvme_ctrl_free(NvmeCtrl *c) {

@@ -357,12 +357,6 @@ int nvme_ctrl_in_use(const NvmeCtrl *c, char **ret_why) {
         return 0;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
 char *nvme_rebind_key(const NvmeCtrl *c, const int values[_KNOB_MAX]) {
         char *key = NULL;
         (void) asprintf_safe(&key, "%s poll_queues=%d write_queues=%d", c->address ?: c->name,
@@ -421,7 +415,7 @@ int nvme_ctrl_rebind(const NvmeCtrl *c, const int values[_KNOB_MAX], uint64_t ti
         /* The driver probes asynchronously (nvme_reset_work, then the namespace scan). */
         if (asprintf_safe(&ctrl_dir, "/sys/bus/pci/devices/%s/nvme", c->address) < 0)
                 return -ENOMEM;
-        deadline = now_usec() + timeout_usec;
+        deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
         for (;;) {
                 DIR *d = opendir(ctrl_dir);
                 struct dirent *de;
@@ -437,7 +431,7 @@ int nvme_ctrl_rebind(const NvmeCtrl *c, const int values[_KNOB_MAX], uint64_t ti
                         closedir(d);
                 if (ready)
                         return 0;
-                if (now_usec() > deadline) {
+                if (now_usec(CLOCK_MONOTONIC) > deadline) {
                         (void) asprintf_safe(ret_why, "%s did not come back with its namespaces within %" PRIu64 " s",
                                              c->address, timeout_usec / 1000000u);
                         return -ETIMEDOUT;

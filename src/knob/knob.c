@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -89,6 +90,19 @@ static int normalize_scheduler(const char *raw, char **ret) {
                 return -EINVAL;
         *ret = strndup(a + 1, b - a - 1);
         return *ret ? 0 : -ENOMEM;
+}
+
+/* The kernel's EINVAL on the scheduler file means "no such elevator": it first
+ * tried request_module("<name>-iosched") (block/elevator.c: elevator_change). */
+static char *refusal_scheduler(const char *value, int error) {
+        char *why = NULL;
+
+        assert(value);
+
+        if (error != -EINVAL)
+                return NULL;
+        (void) asprintf_safe(&why, "kernel has no scheduler '%s' (not built in, no %s-iosched module)", value, value);
+        return why;
 }
 
 /* nr_requests -------------------------------------------------------------------- */
@@ -340,6 +354,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "a number of polled I/O queues, 0 upwards",
                 .summary = "polled queues (no interrupts) for HIPRI I/O; module-wide, fixed at controller probe",
                 .parse = parse_queue_count, .normalize = normalize_trim, .resolve = resolve_queue_count,
+                .word = "poll", .from_queue_map = nvme_queue_map_poll_queues,
         },
         [KNOB_NVME_WRITE_QUEUES] = {
                 .id = KNOB_NVME_WRITE_QUEUES, .scope = KNOB_SCOPE_MODULE, .name = "write_queues", .section = "nvme",
@@ -347,6 +362,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "a number of I/O queues for writes, 0 (reads and writes share) upwards",
                 .summary = "queues reserved for writes, the rest serve reads; module-wide, fixed at controller probe",
                 .parse = parse_queue_count, .normalize = normalize_trim, .resolve = resolve_queue_count,
+                .word = "write", .from_queue_map = nvme_queue_map_write_queues,
         },
         [KNOB_SCHEDULER] = {
                 .id = KNOB_SCHEDULER, .name = "scheduler", .section = "queue", .attr = "queue/scheduler",
@@ -354,6 +370,12 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "an I/O scheduler name such as none, mq-deadline, bfq or kyber",
                 .summary = "I/O scheduler; switching it resets nr_requests",
                 .parse = parse_scheduler, .normalize = normalize_scheduler, .resolve = resolve_same,
+                /* block/elevator.c: elevator_switch -> blk_mq_init_sched sets q->nr_requests;
+                 * nr_requests limits depend on the scheduler (resolve_nr_requests). */
+                .resolve_basis = true,
+                .resets = KNOB_MASK(KNOB_NR_REQUESTS),
+                .refusal = refusal_scheduler,
+                .on_every_mq_queue = true,
         },
         [KNOB_NR_REQUESTS] = {
                 .id = KNOB_NR_REQUESTS, .name = "nr_requests", .section = "queue", .attr = "queue/nr_requests",
@@ -361,6 +383,8 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "a queue depth from 1 to 10240, or max (the hardware tag depth)",
                 .summary = "requests the block layer queues per hardware queue",
                 .parse = parse_nr_requests, .normalize = normalize_trim, .resolve = resolve_nr_requests,
+                .limit_name = "hardware tag depth",
+                .on_every_mq_queue = true,
         },
         [KNOB_RQ_AFFINITY] = {
                 .id = KNOB_RQ_AFFINITY, .name = "rq_affinity", .section = "queue", .attr = "queue/rq_affinity",
@@ -368,6 +392,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "0 (off), 1 (complete in the submitter's cache group) or 2 (on the submitting CPU)",
                 .summary = "where completions run relative to the submitting CPU",
                 .parse = parse_0_to_2, .normalize = normalize_trim, .resolve = resolve_same,
+                .on_every_mq_queue = true,
         },
         [KNOB_WBT_LAT_USEC] = {
                 .id = KNOB_WBT_LAT_USEC, .name = "wbt_lat_usec", .section = "queue", .attr = "queue/wbt_lat_usec",
@@ -375,6 +400,10 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "microseconds from 0 (off) to 10000000, or -1/default (kernel default)",
                 .summary = "writeback throttling latency target",
                 .parse = parse_wbt, .normalize = normalize_trim, .resolve = resolve_wbt,
+                /* block/blk-sysfs.c queue_wb_lat_show: EINVAL when WBT was never set up on
+                 * this queue (no CONFIG_BLK_WBT_MQ, or a bio-based queue). */
+                .unsupported_errno = EINVAL,
+                .unsupported_why = "writeback throttling is not available on this queue",
         },
         [KNOB_NOMERGES] = {
                 .id = KNOB_NOMERGES, .name = "nomerges", .section = "queue", .attr = "queue/nomerges",
@@ -382,6 +411,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "0 (merge), 1 (no extended merges) or 2 (no merges)",
                 .summary = "request merging",
                 .parse = parse_0_to_2, .normalize = normalize_trim, .resolve = resolve_same,
+                .on_every_mq_queue = true,
         },
         [KNOB_READ_AHEAD_KB] = {
                 .id = KNOB_READ_AHEAD_KB, .name = "read_ahead_kb", .section = "queue", .attr = "queue/read_ahead_kb",
@@ -389,6 +419,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "KiB from 0 to 1048576",
                 .summary = "page-cache read-ahead window",
                 .parse = parse_read_ahead, .normalize = normalize_trim, .resolve = resolve_read_ahead,
+                .on_every_mq_queue = true,
         },
         [KNOB_ADD_RANDOM] = {
                 .id = KNOB_ADD_RANDOM, .name = "add_random", .section = "queue", .attr = "queue/add_random",
@@ -452,4 +483,11 @@ const Knob *knob_get(KnobId id) {
         if (id < 0 || id >= _KNOB_MAX)
                 return NULL;
         return &knob_table[id];
+}
+
+const Knob *knob_resolve_basis(void) {
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                if (knob_table[i].resolve_basis)
+                        return &knob_table[i];
+        return NULL;
 }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <string.h>
 
 #include "cpuset.h"
@@ -130,4 +131,10 @@ out:
 
 unsigned nvme_queue_map_write_queues(const NvmeQueueMap *m) {
         return m->n_read ? m->n_default : 0;
+}
+
+unsigned nvme_queue_map_poll_queues(const NvmeQueueMap *m) {
+        assert(m);
+
+        return m->n_poll;
 }

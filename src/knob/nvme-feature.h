@@ -59,3 +59,5 @@ int nvme_queue_map_from_queues(const HwQueue *q, size_t n, bool io_poll, NvmeQue
 /* The write queues in the sense of nvme.write_queues: the default map, when a
  * separate read map exists; 0 when reads and writes share queues. */
 unsigned nvme_queue_map_write_queues(const NvmeQueueMap *m);
+/* The poll queues in the sense of nvme.poll_queues: the poll map. */
+unsigned nvme_queue_map_poll_queues(const NvmeQueueMap *m);

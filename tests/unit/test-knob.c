@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "knob.h"
 #include "macro.h"
+#include "nvme-feature.h"
 #include "tests.h"
 
 static char *norm(KnobId id, const char *raw) {
@@ -128,6 +129,48 @@ TEST(small_enums_and_booleans) {
         CHECK(norm(KNOB_RQ_AFFINITY, "1\n"), "1");
 }
 
+/* The behaviour each row carries for reconcile and the daemon. */
+TEST(row_behaviour) {
+        static const KnobId every_mq[] = { KNOB_SCHEDULER, KNOB_NR_REQUESTS, KNOB_RQ_AFFINITY, KNOB_NOMERGES,
+                                           KNOB_READ_AHEAD_KB };
+        unsigned want = 0, have = 0;
+        char *why;
+
+        for (size_t i = 0; i < ELEMENTSOF(every_mq); i++)
+                want |= KNOB_MASK(every_mq[i]);
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                if (knob_table[i].on_every_mq_queue)
+                        have |= KNOB_MASK(i);
+        ASSERT_INT_EQ(have, want);
+
+        /* The scheduler resets nr_requests, and later rows resolve against it. */
+        ASSERT_TRUE(knob_resolve_basis() == &knob_table[KNOB_SCHEDULER]);
+        ASSERT_INT_EQ(knob_table[KNOB_SCHEDULER].resets, KNOB_MASK(KNOB_NR_REQUESTS));
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                if (i != KNOB_SCHEDULER)
+                        ASSERT_INT_EQ(knob_table[i].resets, 0);
+        /* It is written before what it resets. */
+        ASSERT_TRUE(KNOB_SCHEDULER < KNOB_NR_REQUESTS);
+
+        why = knob_table[KNOB_SCHEDULER].refusal("foo", -EINVAL);
+        ASSERT_STREQ(why, "kernel has no scheduler 'foo' (not built in, no foo-iosched module)");
+        free(why);
+        ASSERT_TRUE(knob_table[KNOB_SCHEDULER].refusal("foo", -EIO) == NULL);
+
+        ASSERT_INT_EQ(knob_table[KNOB_WBT_LAT_USEC].unsupported_errno, EINVAL);
+        ASSERT_STREQ(knob_table[KNOB_NR_REQUESTS].limit_name, "hardware tag depth");
+
+        /* Module rows count their queues in the controller's queue maps. */
+        NvmeQueueMap m = { .n_default = 4, .n_read = 2, .n_poll = 1, .known = true };
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                ASSERT_TRUE((knob_table[i].scope == KNOB_SCOPE_MODULE) == (knob_table[i].from_queue_map != NULL &&
+                                                                           knob_table[i].word != NULL));
+        ASSERT_INT_EQ(knob_table[KNOB_NVME_POLL_QUEUES].from_queue_map(&m), 1);
+        ASSERT_INT_EQ(knob_table[KNOB_NVME_WRITE_QUEUES].from_queue_map(&m), 4);
+        ASSERT_STREQ(knob_table[KNOB_NVME_POLL_QUEUES].word, "poll");
+        ASSERT_STREQ(knob_table[KNOB_NVME_WRITE_QUEUES].word, "write");
+}
+
 TEST_MAIN(T(table_is_in_write_order), T(scheduler_readback), T(scheduler_names), T(nr_requests_resolution),
           T(wbt_default_depends_on_rotational), T(read_ahead_rounds_to_pages), T(max_sectors_clamps_to_hardware),
-          T(small_enums_and_booleans))
+          T(small_enums_and_booleans), T(row_behaviour))

@@ -15,6 +15,8 @@
 #include "util.h"
 
 static void set_note(Setting *s, char *note) {
+        assert(s);
+
         free(s->note);
         s->note = note;
 }
@@ -23,6 +25,8 @@ static void set_state(Setting *s, SettingState st, int error, const char *fmt, .
 static void set_state(Setting *s, SettingState st, int error, const char *fmt, ...) {
         char *n = NULL;
         va_list ap;
+
+        assert(s);
 
         s->state = st;
         s->error = error;
@@ -152,6 +156,9 @@ static bool is_managed_refusal(int r) {
 static void read_effective_affinity(Setting *s) {
         _cleanup_free_ char *p = NULL, *raw = NULL;
         const char *slash;
+
+        assert(s);
+
         free(s->detail);
         s->detail = NULL;
         if (!s->path || !(slash = strrchr(s->path, '/')) ||
@@ -162,6 +169,9 @@ static void read_effective_affinity(Setting *s) {
 }
 
 static void set_managed(Setting *s, const char *how) {
+        assert(s);
+        assert(how);
+
         set_state(s, STATE_MANAGED, 0,
                   "kernel-managed vector (%s): fires on CPUs %s; the policy wants %s%s; steer it with "
                   "isolcpus=managed_irq or poll queues",
@@ -224,6 +234,10 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         unsigned have, want;
         NvmeQueueMap m;
         bool in_place, unbound;
+
+        assert(p);
+        assert(s);
+        assert(o);
 
         if (!c->transport || !streq(c->transport, "pcie")) {
                 set_state(s, STATE_UNSUPPORTED, 0,
@@ -392,6 +406,10 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
 /* Nothing is written to a disk whose originals could not be recorded: say why. */
 static int record_failed(const char *dir, const Device *d, int r) {
         _cleanup_free_ char *p = originals_record_path(dir, d->name);
+
+        assert(dir);
+        assert(d);
+
         log_error("Cannot record the original values of %s in %s: %s; nothing was written to it.", esc(d->name),
                   esc(p ?: dir), originals_strerror(r));
         return r;
@@ -602,6 +620,9 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
 
 static bool controller_rebound_before(const Plan *p, size_t upto) {
         const NvmeCtrl *c = p->devices[upto]->device->nvme;
+
+        assert(p);
+
         for (size_t i = 0; c && c->address && i < upto; i++)
                 if (p->devices[i]->rebound && p->devices[i]->device->nvme &&
                     streq_ptr(p->devices[i]->device->nvme->address, c->address))
@@ -610,6 +631,9 @@ static bool controller_rebound_before(const Plan *p, size_t upto) {
 }
 
 int reconcile_plan(Plan *p, const ReconcileOptions *o) {
+        assert(p);
+        assert(o);
+
         for (size_t i = 0; i < p->n; i++) {
                 int r;
                 if (controller_rebound_before(p, i))

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <string.h>
 
 #include "irq-placement.h"
@@ -18,6 +19,8 @@ const char *irq_placement_to_string(IrqPlacement p) {
 }
 
 IrqPlacement irq_placement_from_string(const char *s) {
+        assert(s);
+
         for (int i = 1; i < _IRQ_PLACEMENT_MAX; i++)
                 if (streq(placement_names[i], s))
                         return (IrqPlacement) i;
@@ -25,6 +28,8 @@ IrqPlacement irq_placement_from_string(const char *s) {
 }
 
 void irq_policy_done(IrqPolicy *p) {
+        assert(p);
+
         free(p->cpus);
         mark_done(&p->origin);
         *p = (IrqPolicy) { .keep_irqbalance_away = -1 };
@@ -32,6 +37,10 @@ void irq_policy_done(IrqPolicy *p) {
 
 int irq_policy_copy(IrqPolicy *dst, const IrqPolicy *src) {
         IrqPolicy c = *src;
+
+        assert(dst);
+        assert(src);
+
         c.cpus = strdup_or_null(src->cpus);
         c.origin = (Mark) {};
         if ((src->cpus && !c.cpus) || mark_copy(&c.origin, &src->origin) < 0) {

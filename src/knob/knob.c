@@ -26,6 +26,10 @@
 
 static int dup_ret(const char *s, char **ret) {
         char *c = strdup(s);
+
+        assert(s);
+        assert(ret);
+
         if (!c)
                 return -ENOMEM;
         *ret = c;
@@ -33,12 +37,18 @@ static int dup_ret(const char *s, char **ret) {
 }
 
 static int uint_ret(uint64_t v, char **ret) {
+        assert(ret);
+
         return asprintf_safe(ret, "%" PRIu64, v);
 }
 
 static int parse_uint_range(const char *value, uint64_t lo, uint64_t hi, char **ret) {
         uint64_t v;
         int r = safe_atou64(value, &v);
+
+        assert(value);
+        assert(ret);
+
         if (r < 0)
                 return r;
         if (v < lo || v > hi)
@@ -48,6 +58,10 @@ static int parse_uint_range(const char *value, uint64_t lo, uint64_t hi, char **
 
 static int normalize_trim(const char *raw, char **ret) {
         _cleanup_free_ char *c = strdup(raw);
+
+        assert(raw);
+        assert(ret);
+
         if (!c)
                 return -ENOMEM;
         strstrip(c);
@@ -56,6 +70,10 @@ static int normalize_trim(const char *raw, char **ret) {
 }
 
 static int resolve_same(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        assert(canonical);
+        assert(f);
+        assert(ret);
+
         return dup_ret(canonical, ret);
 }
 
@@ -63,6 +81,10 @@ static int resolve_same(const char *canonical, const KnobFacts *f, char **ret, c
 
 static int parse_scheduler(const char *value, char **ret) {
         size_t n = strlen(value);
+
+        assert(value);
+        assert(ret);
+
         if (n == 0 || n >= ELV_NAME_MAX)
                 return -EINVAL;
         for (const char *p = value; *p; p++)
@@ -75,6 +97,10 @@ static int parse_scheduler(const char *value, char **ret) {
  * without brackets (block/elevator.c: elv_iosched_show). */
 static int normalize_scheduler(const char *raw, char **ret) {
         const char *a = strchr(raw, '['), *b;
+
+        assert(raw);
+        assert(ret);
+
         if (!a) {
                 _cleanup_free_ char *c = strdup(raw);
                 if (!c)
@@ -108,6 +134,9 @@ static char *refusal_scheduler(const char *value, int error) {
 /* nr_requests -------------------------------------------------------------------- */
 
 static int parse_nr_requests(const char *value, char **ret) {
+        assert(value);
+        assert(ret);
+
         if (streq(value, "max"))
                 return dup_ret("max", ret);
         return parse_uint_range(value, 1, BLK_MQ_MAX_DEPTH, ret);
@@ -116,6 +145,10 @@ static int parse_nr_requests(const char *value, char **ret) {
 static int resolve_nr_requests(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
         bool sched = f->scheduler_after && !streq(f->scheduler_after, "none");
         uint64_t v, limit;
+
+        assert(canonical);
+        assert(f);
+        assert(ret);
 
         if (streq(canonical, "max")) {
                 if (f->nr_tags == 0)
@@ -147,11 +180,18 @@ static int resolve_nr_requests(const char *canonical, const KnobFacts *f, char *
 /* small enums -------------------------------------------------------------------- */
 
 static int parse_0_to_2(const char *value, char **ret) {
+        assert(value);
+        assert(ret);
+
         return parse_uint_range(value, 0, 2, ret);
 }
 
 static int parse_bool01(const char *value, char **ret) {
         int b = parse_boolean(value);
+
+        assert(value);
+        assert(ret);
+
         if (b < 0)
                 return -EINVAL;
         return dup_ret(b ? "1" : "0", ret);
@@ -162,6 +202,9 @@ static int parse_bool01(const char *value, char **ret) {
 static int parse_wbt(const char *value, char **ret) {
         int64_t v;
         int r;
+
+        assert(value);
+        assert(ret);
 
         if (streq(value, "default"))
                 return dup_ret("-1", ret);
@@ -176,6 +219,10 @@ static int parse_wbt(const char *value, char **ret) {
 }
 
 static int resolve_wbt(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        assert(canonical);
+        assert(f);
+        assert(ret);
+
         /* block/blk-sysfs.c queue_wb_lat_store: -1 restores wbt_default_latency_nsec(),
          * which depends on rotational; reads come back in usec. */
         if (streq(canonical, "-1")) {
@@ -190,10 +237,17 @@ static int resolve_wbt(const char *canonical, const KnobFacts *f, char **ret, ch
 /* read_ahead_kb ------------------------------------------------------------------ */
 
 static int parse_read_ahead(const char *value, char **ret) {
+        assert(value);
+        assert(ret);
+
         return parse_uint_range(value, 0, READ_AHEAD_MAX_KB, ret);
 }
 
 static int resolve_read_ahead(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        assert(canonical);
+        assert(f);
+        assert(ret);
+
         /* block/blk-sysfs.c queue_ra_store keeps whole pages: ra_pages = kb >> (PAGE_SHIFT - 10). */
         uint64_t v, page_kb = (uint64_t) sysconf(_SC_PAGESIZE) / 1024, rounded;
         int r = safe_atou64(canonical, &v);
@@ -208,6 +262,9 @@ static int resolve_read_ahead(const char *canonical, const KnobFacts *f, char **
 /* max_sectors_kb ----------------------------------------------------------------- */
 
 static int parse_max_sectors(const char *value, char **ret) {
+        assert(value);
+        assert(ret);
+
         if (streq(value, "max"))
                 return dup_ret("max", ret);
         return parse_uint_range(value, 4, UINT32_MAX, ret);
@@ -216,6 +273,10 @@ static int parse_max_sectors(const char *value, char **ret) {
 static int resolve_max_sectors(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
         uint64_t v;
         int r;
+
+        assert(canonical);
+        assert(f);
+        assert(ret);
 
         if (streq(canonical, "max")) {
                 if (f->max_hw_sectors_kb == 0)
@@ -241,6 +302,10 @@ static int resolve_max_sectors(const char *canonical, const KnobFacts *f, char *
 static int cpulist_canonical(const char *value, char **ret) {
         CpuSet s = {};
         int r = cpuset_parse(value, &s);
+
+        assert(value);
+        assert(ret);
+
         if (r < 0)
                 return r;
         if (cpuset_count(&s) == 0) {
@@ -263,6 +328,10 @@ static int cpulist_canonical(const char *value, char **ret) {
 static int parse_io_timeout(const char *value, char **ret) {
         uint64_t v;
         int r = safe_atou64(value, &v);
+
+        assert(value);
+        assert(ret);
+
         if (r < 0)
                 return r;
         if (v < IO_TIMEOUT_STEP_MS || v > IO_TIMEOUT_MAX_MS || v % IO_TIMEOUT_STEP_MS)
@@ -279,6 +348,10 @@ static int parse_io_timeout(const char *value, char **ret) {
 static int parse_apst(const char *value, char **ret) {
         int64_t v;
         int r;
+
+        assert(value);
+        assert(ret);
+
         if (streq(value, "off") || streq(value, "auto"))
                 return dup_ret(value, ret);
         r = safe_atoi64(value, &v);
@@ -293,6 +366,10 @@ static int parse_apst(const char *value, char **ret) {
  * read is passed in as "apste=0|1". "any" and "auto" mean the same to nvme. */
 static int normalize_apst(const char *raw, char **ret) {
         _cleanup_free_ char *c = strdup(raw);
+
+        assert(raw);
+        assert(ret);
+
         if (!c)
                 return -ENOMEM;
         strstrip(c);
@@ -308,6 +385,10 @@ static int normalize_apst(const char *raw, char **ret) {
 static int parse_coalescing(const char *value, char **ret) {
         NvmeCoalescing c;
         int r = nvme_coalescing_parse(value, &c);
+
+        assert(value);
+        assert(ret);
+
         if (r < 0)
                 return r;
         return nvme_coalescing_format(&c, ret);
@@ -318,6 +399,10 @@ static int normalize_coalescing(const char *raw, char **ret) {
         NvmeCoalescing c;
         uint64_t v;
         char *end;
+
+        assert(raw);
+        assert(ret);
+
         errno = 0;
         v = strtoull(raw, &end, 0);
         if (errno || end == raw || v > UINT32_MAX)
@@ -330,12 +415,20 @@ static int normalize_coalescing(const char *raw, char **ret) {
 
 /* drivers/nvme/host/pci.c io_queue_count_set: at most num_possible_cpus(). */
 static int parse_queue_count(const char *value, char **ret) {
+        assert(value);
+        assert(ret);
+
         return parse_uint_range(value, 0, 8192, ret);
 }
 
 static int resolve_queue_count(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
         uint64_t v;
         int r = safe_atou64(canonical, &v);
+
+        assert(canonical);
+        assert(f);
+        assert(ret);
+
         if (r < 0)
                 return r;
         if (f->possible_cpus && v > f->possible_cpus) {
@@ -473,6 +566,8 @@ const Knob knob_table[_KNOB_MAX] = {
 };
 
 const Knob *knob_by_name(const char *name) {
+        assert(name);
+
         for (size_t i = 0; i < _KNOB_MAX; i++)
                 if (streq(knob_table[i].name, name))
                         return &knob_table[i];

@@ -8,10 +8,15 @@
 
 uint32_t nvme_coalescing_to_cdw11(const NvmeCoalescing *c) {
         uint32_t thr = c->threshold ? c->threshold - 1 : 0, time = c->time_us / NVME_COALESCING_TIME_UNIT_US;
+
+        assert(c);
+
         return NVME_SET(thr, FEAT_IRQC_THR) | NVME_SET(time, FEAT_IRQC_TIME);
 }
 
 void nvme_coalescing_from_dw(uint32_t dw, NvmeCoalescing *ret) {
+        assert(ret);
+
         ret->threshold = NVME_GET(dw, FEAT_IRQC_THR) + 1;
         ret->time_us = NVME_GET(dw, FEAT_IRQC_TIME) * NVME_COALESCING_TIME_UNIT_US;
 }
@@ -21,6 +26,9 @@ int nvme_coalescing_parse(const char *s, NvmeCoalescing *ret) {
         bool seen_thr = false, seen_time = false;
         _cleanup_free_ char *copy = NULL;
         char *save = NULL;
+
+        assert(s);
+        assert(ret);
 
         if (streq(s, "off")) {
                 *ret = c;
@@ -58,6 +66,9 @@ int nvme_coalescing_parse(const char *s, NvmeCoalescing *ret) {
 }
 
 int nvme_coalescing_format(const NvmeCoalescing *c, char **ret) {
+        assert(c);
+        assert(ret);
+
         if (nvme_coalescing_to_cdw11(c) == 0)
                 return (*ret = strdup("off")) ? 0 : -ENOMEM;
         return asprintf_safe(ret, "threshold=%u,time_us=%u", c->threshold, c->time_us);
@@ -75,6 +86,8 @@ int nvme_queue_map_from_queues(const HwQueue *q, size_t n, bool io_poll, NvmeQue
         CpuSet all = {}, seen = {};
         unsigned sizes[4] = {}, maps = 0, in_map = 0;
         int r = 0;
+
+        assert(ret);
 
         *ret = (NvmeQueueMap) {};
         for (size_t i = 0; i < n; i++) {
@@ -130,6 +143,8 @@ out:
 }
 
 unsigned nvme_queue_map_write_queues(const NvmeQueueMap *m) {
+        assert(m);
+
         return m->n_read ? m->n_default : 0;
 }
 

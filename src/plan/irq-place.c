@@ -6,6 +6,11 @@
 
 static int intersect(const CpuSet *a, const CpuSet *b, CpuSet *ret) {
         unsigned span = MIN(cpuset_span(a), cpuset_span(b));
+
+        assert(a);
+        assert(b);
+        assert(ret);
+
         cpuset_done(ret);
         for (unsigned c = 0; c < span; c++)
                 if (cpuset_contains(a, c) && cpuset_contains(b, c) && cpuset_add(ret, c) < 0)
@@ -17,6 +22,9 @@ static int intersect(const CpuSet *a, const CpuSet *b, CpuSet *ret) {
 static unsigned nth_cpu(const CpuSet *s, size_t i) {
         size_t k = i % cpuset_count(s), seen = 0;
         unsigned span = cpuset_span(s);
+
+        assert(s);
+
         for (unsigned c = 0; c < span; c++)
                 if (cpuset_contains(s, c) && seen++ == k)
                         return c;
@@ -27,6 +35,10 @@ int irq_place(const Topology *t, int numa_node, const IrqPolicy *p, const IrqVec
               const HwQueue *queues, size_t n_queues, CpuSet *ret) {
         CpuSet allowed = {}, node = {}, tmp = {};
         int r = 0;
+
+        assert(t);
+        assert(p);
+        assert(ret);
 
         r = topology_allowed(t, &allowed);
         if (r < 0)

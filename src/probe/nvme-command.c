@@ -4,6 +4,9 @@
 #include "nvme-command.h"
 
 void nvme_num_queues_from_dw(uint32_t dw, unsigned *ret_sq, unsigned *ret_cq) {
+        assert(ret_sq);
+        assert(ret_cq);
+
         *ret_sq = NVME_FEAT_NRQS_NSQR(dw) + 1;
         *ret_cq = NVME_FEAT_NRQS_NCQR(dw) + 1;
 }

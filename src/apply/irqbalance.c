@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <glob.h>
 #include <json-c/json.h>
 #include <poll.h>
@@ -18,6 +19,8 @@
 #define IRQBALANCE_BANS_VERSION 1
 
 void irqbalance_done(IrqBalance *b) {
+        assert(b);
+
         free(b->socket_path);
         *b = (IrqBalance) {};
 }
@@ -26,6 +29,8 @@ int irqbalance_find(const char *root, IrqBalance *ret) {
         _cleanup_free_ char *pattern = NULL;
         glob_t g = {};
         int r = -ENOENT;
+
+        assert(ret);
 
         if (asprintf_safe(&pattern, "%s/run/irqbalance/irqbalance*.sock", root ?: "") < 0)
                 return -ENOMEM;
@@ -52,12 +57,6 @@ int irqbalance_find(const char *root, IrqBalance *ret) {
         return r;
 }
 
-static uint64_t now_msec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
 /* Every step is bounded by one deadline: irqbalance answers from the loop that
  * rebalances, and a stopped (SIGSTOP) or stuck irqbalance still has the kernel
  * queue our connection and data until its backlog of one connection is full,
@@ -78,9 +77,12 @@ static int request(const IrqBalance *b, const char *cmd, unsigned timeout_ms, ch
         _cleanup_close_ int fd = -1;
         uint64_t deadline;
 
+        assert(b);
+        assert(cmd);
+
         if (timeout_ms == 0)
                 timeout_ms = IRQBALANCE_TIMEOUT_MS;
-        deadline = now_msec() + timeout_ms;
+        deadline = now_usec(CLOCK_MONOTONIC) / 1000 + timeout_ms;
         if (strlen(b->socket_path) >= sizeof(sa.sun_path) || strlen(cmd) >= IRQBALANCE_CMD_MAX)
                 return -E2BIG;
         strcpy(sa.sun_path, b->socket_path);
@@ -106,7 +108,7 @@ static int request(const IrqBalance *b, const char *cmd, unsigned timeout_ms, ch
                 size_t len = 0;
                 for (;;) {
                         struct pollfd p = { .fd = fd, .events = POLLIN };
-                        uint64_t now = now_msec();
+                        uint64_t now = now_usec(CLOCK_MONOTONIC) / 1000;
                         ssize_t n;
                         int q;
                         if (now >= deadline)
@@ -144,6 +146,10 @@ int irqbalance_parse_setup(const char *reply, unsigned **ret, size_t *ret_n) {
         size_t n = 0;
         bool next_is_irq = false, seen_sleep = false;
 
+        assert(reply);
+        assert(ret);
+        assert(ret_n);
+
         if (!copy)
                 return -ENOMEM;
         for (tok = strtok_r(copy, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
@@ -173,6 +179,11 @@ int irqbalance_parse_setup(const char *reply, unsigned **ret, size_t *ret_n) {
 int irqbalance_get_banned(const IrqBalance *b, unsigned timeout_ms, unsigned **ret, size_t *ret_n) {
         _cleanup_free_ char *reply = NULL;
         int r = request(b, "setup", timeout_ms, &reply);
+
+        assert(b);
+        assert(ret);
+        assert(ret_n);
+
         if (r < 0)
                 return r;
         return irqbalance_parse_setup(reply, ret, ret_n);
@@ -181,6 +192,8 @@ int irqbalance_get_banned(const IrqBalance *b, unsigned timeout_ms, unsigned **r
 int irqbalance_set_banned(const IrqBalance *b, unsigned timeout_ms, const unsigned *irqs, size_t n) {
         char cmd[IRQBALANCE_CMD_MAX];
         size_t off = snprintf(cmd, sizeof(cmd), "settings ban irqs");
+
+        assert(b);
 
         if (n == 0)
                 snprintf(cmd + off, sizeof(cmd) - off, " NONE");
@@ -196,6 +209,9 @@ int irqbalance_set_banned(const IrqBalance *b, unsigned timeout_ms, const unsign
 
 static bool json_int_in_range(json_object *o, int64_t min, int64_t max, int64_t *ret) {
         int64_t v;
+
+        assert(ret);
+
         if (!o || !json_object_is_type(o, json_type_int))
                 return false;
         errno = 0;
@@ -213,6 +229,11 @@ int irqbalance_bans_parse(const char *text, int *ret_pid, unsigned **ret_irqs, s
         size_t len = strlen(text), end, n = 0, count;
         int64_t x, pid;
         int r = -EBADMSG;
+
+        assert(text);
+        assert(ret_pid);
+        assert(ret_irqs);
+        assert(ret_n);
 
         if (len > IRQBALANCE_BANS_RECORD_MAX)
                 return -EFBIG;
@@ -270,6 +291,8 @@ int irqbalance_bans_format(int pid, const unsigned *irqs, size_t n, char **ret) 
         const char *text;
         char *s = NULL;
 
+        assert(ret);
+
         if (pid <= 0 || pid > IRQBALANCE_PID_MAX || n > IRQBALANCE_BANS_MAX)
                 return -EINVAL;
         sorted = calloc(n ?: 1, sizeof(unsigned));
@@ -308,6 +331,12 @@ int irqbalance_bans_format(int pid, const unsigned *irqs, size_t n, char **ret) 
 int irqbalance_bans_load(const char *path, int *ret_pid, unsigned **ret_irqs, size_t *ret_n) {
         _cleanup_free_ char *text = NULL;
         int r = read_regular_file(path, IRQBALANCE_BANS_RECORD_MAX, &text);
+
+        assert(path);
+        assert(ret_pid);
+        assert(ret_irqs);
+        assert(ret_n);
+
         if (r < 0)
                 return r;
         return irqbalance_bans_parse(text, ret_pid, ret_irqs, ret_n);
@@ -316,6 +345,8 @@ int irqbalance_bans_load(const char *path, int *ret_pid, unsigned **ret_irqs, si
 int irqbalance_bans_save(const char *path, int pid, const unsigned *irqs, size_t n) {
         _cleanup_free_ char *text = NULL;
         int r;
+
+        assert(path);
 
         if (n == 0)
                 return unlink(path) < 0 && errno != ENOENT ? negative_errno() : 0;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <dirent.h>
 #include <inttypes.h>
 #include <fcntl.h>
@@ -15,12 +16,16 @@
 #include "util.h"
 
 static bool is_pcie(const NvmeCtrl *c) {
+        assert(c);
+
         return c->transport && streq(c->transport, "pcie");
 }
 
 /* ---- controller features --------------------------------------------------------- */
 
 static int apst_unsupported(const NvmeCtrl *c, char **ret_why) {
+        assert(c);
+
         if (!c->identified) {
                 if (ret_why)
                         (void) asprintf_safe(ret_why, "cannot identify %s: %s", c->name,
@@ -38,6 +43,10 @@ static int apst_unsupported(const NvmeCtrl *c, char **ret_why) {
 int nvme_row_read(const NvmeCtrl *c, const Knob *k, char **ret_raw, char **ret_why) {
         uint32_t dw = 0;
         int r;
+
+        assert(c);
+        assert(k);
+        assert(ret_raw);
 
         switch (k->id) {
         case KNOB_NVME_APST:
@@ -74,6 +83,9 @@ int nvme_row_read(const NvmeCtrl *c, const Knob *k, char **ret_raw, char **ret_w
 }
 
 int nvme_row_changeable(const NvmeCtrl *c, const Knob *k, const char *canonical, char **ret_why) {
+        assert(c);
+        assert(k);
+
         if (k->id == KNOB_NVME_COALESCING && c->coalescing_changeable == 0) {
                 if (ret_why)
                         *ret_why = strdup("the controller reports interrupt coalescing as not changeable "
@@ -93,6 +105,10 @@ int nvme_row_changeable(const NvmeCtrl *c, const Knob *k, const char *canonical,
 int nvme_row_write(const NvmeCtrl *c, const Knob *k, const char *canonical, char **ret_why) {
         NvmeCoalescing co;
         int r;
+
+        assert(c);
+        assert(k);
+        assert(canonical);
 
         switch (k->id) {
         case KNOB_NVME_APST:
@@ -131,6 +147,8 @@ int nvme_dropin_read(const char *path, int values[_KNOB_MAX]) {
         char *save = NULL;
         int r;
 
+        assert(path);
+
         for (size_t k = 0; k < _KNOB_MAX; k++)
                 values[k] = -1;
         r = read_full_file(path, 64 * 1024, &text);
@@ -165,6 +183,8 @@ int nvme_dropin_read(const char *path, int values[_KNOB_MAX]) {
 int nvme_dropin_write(const char *path, const int values[_KNOB_MAX]) {
         _cleanup_free_ char *text = NULL, *opts = NULL;
 
+        assert(path);
+
         for (size_t i = 0; i < ELEMENTSOF(module_knobs); i++) {
                 char *j = NULL;
                 if (values[module_knobs[i]] < 0)
@@ -193,6 +213,9 @@ int nvme_dropin_write(const char *path, const int values[_KNOB_MAX]) {
  * only a loaded (not built-in) module also has initstate (kernel/module/sysfs.c). */
 NvmeModuleKind nvme_module_kind(const char *module_dir) {
         _cleanup_free_ char *init = path_join(module_dir, "initstate"), *params = path_join(module_dir, "parameters");
+
+        assert(module_dir);
+
         if (init && access(init, F_OK) == 0)
                 return NVME_MODULE_LOADABLE;
         if (params && access(params, F_OK) == 0)
@@ -207,6 +230,9 @@ static int ctrl_namespaces(const char *ctrl_syspath, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         DIR *d = opendir(ctrl_syspath);
         struct dirent *de;
+
+        assert(ctrl_syspath);
+        assert(ret);
 
         if (!d)
                 return -errno;
@@ -233,6 +259,10 @@ static int ctrl_namespaces(const char *ctrl_syspath, char ***ret) {
 int nvme_ctrl_queue_map(const char *ctrl_syspath, NvmeQueueMap *ret, char **ret_disk) {
         _cleanup_strv_free_ char **ns = NULL;
         int r = ctrl_namespaces(ctrl_syspath, &ns);
+
+        assert(ctrl_syspath);
+        assert(ret);
+
         if (r < 0)
                 return r;
         for (char **n = ns; n && *n; n++) {
@@ -267,6 +297,8 @@ static char *mount_point_of(const char *disk_syspath) {
         DIR *d;
         struct dirent *de;
         char *v = NULL;
+
+        assert(disk_syspath);
 
         if (read_attr_at(disk_syspath, "dev", &v) == 0 && strv_push(&devs, strstrip(v)) < 0)
                 return NULL;
@@ -304,6 +336,8 @@ static bool namespace_busy(const char *disk_syspath) {
         unsigned long long a[2] = {}, b[2] = {}, in[2] = {};
         _cleanup_free_ char *s1 = NULL, *s2 = NULL, *inflight = NULL;
 
+        assert(disk_syspath);
+
         if (read_attr_at(disk_syspath, "inflight", &inflight) < 0 ||
             sscanf(inflight, "%llu %llu", &in[0], &in[1]) != 2 || in[0] || in[1])
                 return true;
@@ -318,6 +352,9 @@ static bool namespace_busy(const char *disk_syspath) {
 int nvme_ctrl_in_use(const NvmeCtrl *c, char **ret_why) {
         _cleanup_strv_free_ char **ns = NULL;
         int r = ctrl_namespaces(c->syspath, &ns);
+
+        assert(c);
+
         if (r < 0)
                 return r;
         for (char **n = ns; n && *n; n++) {
@@ -357,14 +394,11 @@ int nvme_ctrl_in_use(const NvmeCtrl *c, char **ret_why) {
         return 0;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
 char *nvme_rebind_key(const NvmeCtrl *c, const int values[_KNOB_MAX]) {
         char *key = NULL;
+
+        assert(c);
+
         (void) asprintf_safe(&key, "%s poll_queues=%d write_queues=%d", c->address ?: c->name,
                              values[KNOB_NVME_POLL_QUEUES], values[KNOB_NVME_WRITE_QUEUES]);
         return key;
@@ -385,6 +419,10 @@ int nvme_ctrl_rebind(const NvmeCtrl *c, const int values[_KNOB_MAX], uint64_t ti
         _cleanup_free_ char *ctrl_dir = NULL;
         uint64_t deadline;
         int r;
+
+        assert(c);
+        assert(ret_unbound);
+        assert(ret_map);
 
         *ret_unbound = false;
         if (!is_pcie(c) || !c->address) {
@@ -421,7 +459,7 @@ int nvme_ctrl_rebind(const NvmeCtrl *c, const int values[_KNOB_MAX], uint64_t ti
         /* The driver probes asynchronously (nvme_reset_work, then the namespace scan). */
         if (asprintf_safe(&ctrl_dir, "/sys/bus/pci/devices/%s/nvme", c->address) < 0)
                 return -ENOMEM;
-        deadline = now_usec() + timeout_usec;
+        deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
         for (;;) {
                 DIR *d = opendir(ctrl_dir);
                 struct dirent *de;
@@ -437,7 +475,7 @@ int nvme_ctrl_rebind(const NvmeCtrl *c, const int values[_KNOB_MAX], uint64_t ti
                         closedir(d);
                 if (ready)
                         return 0;
-                if (now_usec() > deadline) {
+                if (now_usec(CLOCK_MONOTONIC) > deadline) {
                         (void) asprintf_safe(ret_why, "%s did not come back with its namespaces within %" PRIu64 " s",
                                              c->address, timeout_usec / 1000000u);
                         return -ETIMEDOUT;

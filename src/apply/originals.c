@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -19,6 +20,10 @@
 
 static char *record_path(const char *dir, const char *name) {
         char *p = NULL;
+
+        assert(dir);
+        assert(name);
+
         (void) asprintf_safe(&p, "%s/%s.json", dir, name);
         return p;
 }
@@ -29,6 +34,8 @@ static char *record_path(const char *dir, const char *name) {
  * it is reported, never replaced by values read now (they may be tuned ones). */
 static bool record_valid(json_object *j) {
         json_object *v;
+
+        assert(j);
 
         if (!json_object_is_type(j, json_type_object))
                 return false;
@@ -67,6 +74,10 @@ static int load_json(const char *dir, const char *name, json_object **ret) {
         size_t end;
         int r;
 
+        assert(dir);
+        assert(name);
+        assert(ret);
+
         if (!p)
                 return -ENOMEM;
         r = read_regular_file(p, ORIGINALS_RECORD_MAX, &text);
@@ -96,6 +107,9 @@ const char *originals_strerror(int r) {
 }
 
 char *originals_record_path(const char *dir, const char *name) {
+        assert(dir);
+        assert(name);
+
         return record_path(dir, name);
 }
 
@@ -106,6 +120,9 @@ int originals_lock(const char *dir, int *ret_fd) {
         struct stat st;
         char *slash;
         size_t n = strlen(dir);
+
+        assert(dir);
+        assert(ret_fd);
 
         while (n > 1 && dir[n - 1] == '/')
                 n--;
@@ -136,6 +153,10 @@ int originals_lock(const char *dir, int *ret_fd) {
 static bool record_matches(json_object *j, const Device *d) {
         json_object *seq = NULL;
         const char *s;
+
+        assert(j);
+        assert(d);
+
         if (!json_object_object_get_ex(j, "diskseq", &seq) || json_object_is_type(seq, json_type_null))
                 return d->diskseq == NULL;
         s = json_object_get_string(seq);
@@ -143,6 +164,10 @@ static bool record_matches(json_object *j, const Device *d) {
 }
 
 static void add_irq_originals(json_object *irqs, const DevicePlan *p, bool *changed) {
+        assert(irqs);
+        assert(p);
+        assert(changed);
+
         for (size_t i = 0; i < p->n_settings; i++) {
                 const Setting *s = &p->settings[i];
                 _cleanup_free_ char *raw = NULL, *norm = NULL;
@@ -163,6 +188,10 @@ static void add_irq_originals(json_object *irqs, const DevicePlan *p, bool *chan
  * first Set Features. Module-wide queue counts are not runtime values: the drop-in
  * that holds them is removed by `iotunectl restore`. */
 static void add_ctrl_originals(json_object *values, const DevicePlan *p, bool *changed) {
+        assert(values);
+        assert(p);
+        assert(changed);
+
         for (size_t i = 0; i < p->n_settings; i++) {
                 const Setting *s = &p->settings[i];
                 _cleanup_free_ char *raw = NULL, *norm = NULL;
@@ -180,12 +209,20 @@ static void add_ctrl_originals(json_object *values, const DevicePlan *p, bool *c
 static int write_record(const char *dir, const char *name, json_object *root) {
         _cleanup_free_ char *p = record_path(dir, name);
         const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+        assert(dir);
+        assert(name);
+        assert(root);
+
         return p && text ? write_file_atomic_full(p, text, strlen(text), WRITE_FILE_EXCL_TEMP) : -ENOMEM;
 }
 
 int originals_record(const char *dir, const DevicePlan *plan) {
         _cleanup_close_ int lock = -1;
         int r;
+
+        assert(dir);
+        assert(plan);
 
         /* Held across the whole check-read-write: of two writers (the daemon and an
          * `iotunectl apply`), the second sees the first one's record and keeps it,
@@ -201,6 +238,9 @@ int originals_record_locked(const char *dir, const DevicePlan *plan) {
         json_object *old = NULL, *root, *values, *irqs;
         bool changed = false;
         int r;
+
+        assert(dir);
+        assert(plan);
 
         r = load_json(dir, d->name, &old);
         if (r < 0 && r != -ENOENT)
@@ -260,6 +300,10 @@ int originals_load(const char *dir, const Device *d, char *values[_KNOB_MAX], ch
         json_object *j = NULL, *vals, *irqs;
         int r;
 
+        assert(dir);
+        assert(d);
+        assert(values);
+
         for (size_t k = 0; k < _KNOB_MAX; k++)
                 values[k] = NULL;
         r = load_json(dir, d->name, &j);
@@ -304,6 +348,9 @@ int originals_list(const char *dir, char ***ret) {
         DIR *dh = opendir(dir);
         struct dirent *de;
 
+        assert(dir);
+        assert(ret);
+
         if (!dh) {
                 if (errno == ENOENT) {
                         *ret = NULL;
@@ -328,6 +375,10 @@ int originals_list(const char *dir, char ***ret) {
 
 int originals_forget_locked(const char *dir, const char *name) {
         _cleanup_free_ char *p = record_path(dir, name);
+
+        assert(dir);
+        assert(name);
+
         if (!p)
                 return -ENOMEM;
         if (unlink(p) < 0 && errno != ENOENT)
@@ -338,6 +389,9 @@ int originals_forget_locked(const char *dir, const char *name) {
 int originals_forget(const char *dir, const char *name) {
         _cleanup_close_ int lock = -1;
         int r;
+
+        assert(dir);
+        assert(name);
 
         r = originals_lock(dir, &lock);
         if (r < 0)

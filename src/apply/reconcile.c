@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,6 +15,8 @@
 #include "util.h"
 
 static void set_note(Setting *s, char *note) {
+        assert(s);
+
         free(s->note);
         s->note = note;
 }
@@ -22,6 +25,8 @@ static void set_state(Setting *s, SettingState st, int error, const char *fmt, .
 static void set_state(Setting *s, SettingState st, int error, const char *fmt, ...) {
         char *n = NULL;
         va_list ap;
+
+        assert(s);
 
         s->state = st;
         s->error = error;
@@ -38,34 +43,107 @@ static void set_state(Setting *s, SettingState st, int error, const char *fmt, .
 /* Read and normalize one knob. 0, -ENOENT (attribute absent), other -errno. */
 static int read_knob(const Device *d, const Knob *k, char **ret) {
         _cleanup_free_ char *raw = NULL;
-        int r = read_attr_at(d->syspath, k->attr, &raw);
+        int r;
+
+        assert(d);
+        assert(k);
+        assert(ret);
+
+        r = read_attr_at(d->syspath, k->attr, &raw);
         if (r < 0)
                 return r;
         return k->normalize(raw, ret);
+}
+
+/* A file's row (queue, irq): the setting's own path, or the knob's attribute below the disk. */
+static int file_row_read(const Device *d, const Setting *s, char **ret_raw, char **ret_why) {
+        assert(d);
+        assert(s);
+        assert(ret_raw);
+
+        return s->path ? read_attr(s->path, ret_raw) : read_attr_at(d->syspath, s->knob->attr, ret_raw);
+}
+
+static int file_row_write(const Device *d, const Setting *s, const char *value, char **ret_why) {
+        assert(d);
+        assert(s);
+        assert(value);
+
+        return s->path ? write_attr(s->path, value) : write_attr_at(d->syspath, s->knob->attr, value);
+}
+
+static int ctrl_row_read(const Device *d, const Setting *s, char **ret_raw, char **ret_why) {
+        assert(d);
+        assert(s);
+        assert(ret_raw);
+
+        return nvme_row_read(d->nvme, s->knob, ret_raw, ret_why);
+}
+
+static int ctrl_row_write(const Device *d, const Setting *s, const char *value, char **ret_why) {
+        assert(d);
+        assert(s);
+        assert(value);
+
+        return nvme_row_write(d->nvme, s->knob, value, ret_why);
+}
+
+static int ctrl_row_changeable(const Device *d, const Setting *s, const char *value, char **ret_why) {
+        assert(d);
+        assert(s);
+
+        return nvme_row_changeable(d->nvme, s->knob, value, ret_why);
+}
+
+static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOptions *o);
+
+/* How each scope is read, written and asked whether it can change. A scope with
+ * .reconcile has a way of its own from desired to done, and none of the others. */
+typedef struct ScopeOps {
+        /* The raw value, for knob->normalize(). *ret_why (may be NULL) gets the reason
+         * for a failure or -EOPNOTSUPP, where the scope has one. */
+        int (*read)(const Device *d, const Setting *s, char **ret_raw, char **ret_why);
+        int (*write)(const Device *d, const Setting *s, const char *value, char **ret_why);
+        /* 0 and *ret_why when the value cannot be set at all; NULL: it always can. */
+        int (*changeable)(const Device *d, const Setting *s, const char *value, char **ret_why);
+        int (*reconcile)(DevicePlan *p, Setting *s, const ReconcileOptions *o);
+} ScopeOps;
+
+static const ScopeOps scope_ops[] = {
+        [KNOB_SCOPE_QUEUE] = { .read = file_row_read, .write = file_row_write },
+        [KNOB_SCOPE_IRQ] = { .read = file_row_read, .write = file_row_write },
+        [KNOB_SCOPE_CTRL] = { .read = ctrl_row_read, .write = ctrl_row_write, .changeable = ctrl_row_changeable },
+        [KNOB_SCOPE_MODULE] = { .reconcile = reconcile_module_row },
+};
+
+static const ScopeOps *scope_ops_of(const Knob *k) {
+        assert(k);
+        assert((size_t) k->scope < ELEMENTSOF(scope_ops));
+
+        return &scope_ops[k->scope];
 }
 
 /* *ret_why (may be NULL) gets a controller row's reason for a failure or -EOPNOTSUPP. */
 static int read_setting(const Device *d, const Setting *s, char **ret, char **ret_why) {
         _cleanup_free_ char *raw = NULL;
         int r;
-        if (s->knob->scope == KNOB_SCOPE_CTRL) {
-                r = nvme_row_read(d->nvme, s->knob, &raw, ret_why);
-                if (r < 0)
-                        return r;
-                return s->knob->normalize(raw, ret);
-        }
-        if (!s->path)
-                return read_knob(d, s->knob, ret);
-        r = read_attr(s->path, &raw);
+
+        assert(d);
+        assert(s);
+        assert(ret);
+
+        r = scope_ops_of(s->knob)->read(d, s, &raw, ret_why);
         if (r < 0)
                 return r;
         return s->knob->normalize(raw, ret);
 }
 
 static int write_setting(const Device *d, const Setting *s, const char *value, char **ret_why) {
-        if (s->knob->scope == KNOB_SCOPE_CTRL)
-                return nvme_row_write(d->nvme, s->knob, value, ret_why);
-        return s->path ? write_attr(s->path, value) : write_attr_at(d->syspath, s->knob->attr, value);
+        assert(d);
+        assert(s);
+        assert(value);
+
+        return scope_ops_of(s->knob)->write(d, s, value, ret_why);
 }
 
 /* kernel/irq/proc.c: a managed vector refuses affinity writes, EIO on 6.1
@@ -78,6 +156,9 @@ static bool is_managed_refusal(int r) {
 static void read_effective_affinity(Setting *s) {
         _cleanup_free_ char *p = NULL, *raw = NULL;
         const char *slash;
+
+        assert(s);
+
         free(s->detail);
         s->detail = NULL;
         if (!s->path || !(slash = strrchr(s->path, '/')) ||
@@ -88,6 +169,9 @@ static void read_effective_affinity(Setting *s) {
 }
 
 static void set_managed(Setting *s, const char *how) {
+        assert(s);
+        assert(how);
+
         set_state(s, STATE_MANAGED, 0,
                   "kernel-managed vector (%s): fires on CPUs %s; the policy wants %s%s; steer it with "
                   "isolcpus=managed_irq or poll queues",
@@ -96,24 +180,27 @@ static void set_managed(Setting *s, const char *how) {
 }
 
 static int write_failure_note(Setting *s, const char *value, int r) {
-        /* The kernel's EINVAL on the scheduler file means "no such elevator": it first
-         * tried request_module("<name>-iosched") (block/elevator.c: elevator_change). */
-        if (s->knob->id == KNOB_SCHEDULER && r == -EINVAL)
-                set_state(s, STATE_FAILED, r, "kernel has no scheduler '%s' (not built in, no %s-iosched module)",
-                          value, value);
+        _cleanup_free_ char *why = NULL;
+
+        assert(s);
+        assert(value);
+
+        /* The row may know what the kernel means by this errno. */
+        why = s->knob->refusal ? s->knob->refusal(value, r) : NULL;
+        if (why)
+                set_state(s, STATE_FAILED, r, "%s", why);
         else
                 set_state(s, STATE_FAILED, r, "writing '%s' failed: %s", value, file_strerror(r));
         return 0;
 }
 
 static void queue_map_detail(Setting *s, const NvmeQueueMap *m) {
+        assert(s);
+        assert(m);
+
         free(s->detail);
         s->detail = NULL;
         (void) asprintf_safe(&s->detail, "queues: %u default, %u read, %u poll", m->n_default, m->n_read, m->n_poll);
-}
-
-static unsigned queue_map_count(KnobId id, const NvmeQueueMap *m) {
-        return id == KNOB_NVME_POLL_QUEUES ? m->n_poll : nvme_queue_map_write_queues(m);
 }
 
 /* Where the root file system lives on NVMe, the driver loads from the initramfs,
@@ -148,6 +235,10 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         NvmeQueueMap m;
         bool in_place, unbound;
 
+        assert(p);
+        assert(s);
+        assert(o);
+
         if (!c->transport || !streq(c->transport, "pcie")) {
                 set_state(s, STATE_UNSUPPORTED, 0,
                           "%s is a %s controller: fabrics take queue counts when connecting "
@@ -171,7 +262,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                 return 0;
         }
         queue_map_detail(s, &m);
-        have = queue_map_count(k->id, &m);
+        have = k->from_queue_map(&m);
         if (asprintf_safe(&s->observed, "%u", have) < 0)
                 return -ENOMEM;
         r = safe_atou(s->effective, &want);
@@ -297,34 +388,43 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                 return 0;
         }
         queue_map_detail(s, &m);
-        have = queue_map_count(k->id, &m);
+        have = k->from_queue_map(&m);
         free(s->previous);
         s->previous = TAKE_PTR(s->observed);
         if (asprintf_safe(&s->observed, "%u", have) < 0)
                 return -ENOMEM;
         if (have >= want)
                 set_state(s, STATE_CHANGED, 0, "rebound %s, which was idle: it now has %u %s queue(s)", c->name, have,
-                          k->id == KNOB_NVME_POLL_QUEUES ? "poll" : "write");
+                          k->word);
         else
                 set_state(s, STATE_FAILED, -EIO,
                           "rebound %s, but it came back with %u %s queue(s) (the controller granted %u I/O queues)",
-                          c->name, have, k->id == KNOB_NVME_POLL_QUEUES ? "poll" : "write", c->granted_sq);
+                          c->name, have, k->word, c->granted_sq);
         return 0;
 }
 
 /* Nothing is written to a disk whose originals could not be recorded: say why. */
 static int record_failed(const char *dir, const Device *d, int r) {
         _cleanup_free_ char *p = originals_record_path(dir, d->name);
+
+        assert(dir);
+        assert(d);
+
         log_error("Cannot record the original values of %s in %s: %s; nothing was written to it.", esc(d->name),
                   esc(p ?: dir), originals_strerror(r));
         return r;
 }
 
 int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
-        const Device *d = p->device;
-        _cleanup_free_ char *scheduler_now = NULL;
-        const char *scheduler_after = NULL;
-        bool recorded = false, scheduler_switches = false;
+        const Device *d;
+        const Knob *basis = knob_resolve_basis();
+        /* The basis row's value (the scheduler) as the queue has it now, and as later rows
+         * are resolved against. */
+        _cleanup_free_ char *basis_now = NULL;
+        const char *basis_after = NULL;
+        /* In a dry run: the rows a changing row resets, and which row that is. */
+        const Knob *reset_by[_KNOB_MAX] = {};
+        bool recorded = false;
         /* Held from the record through the last write to this disk (closing it
          * releases it): a restore (the daemon stopping, `iotunectl restore`)
          * cannot put the originals back and forget them between this apply's
@@ -332,6 +432,10 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
         _cleanup_close_ int lock = -1;
         int r;
 
+        assert(p);
+        assert(o);
+
+        d = p->device;
         if (p->excluded || p->error)
                 return 0;
 
@@ -348,7 +452,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 s->error = 0;
                 if (k->needs_mq && !d->has_mq)
                         continue; /* planned as unsupported */
-                if (k->scope == KNOB_SCOPE_MODULE) {
+                if (scope_ops_of(k)->reconcile) {
                         if (o->mode == RECONCILE_APPLY && !recorded && o->originals_dir) {
                                 /* The first write to this disk's world: record before it. */
                                 r = originals_lock(o->originals_dir, &lock);
@@ -358,7 +462,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                                         return record_failed(o->originals_dir, d, r);
                                 recorded = true;
                         }
-                        r = reconcile_module_row(p, s, o);
+                        r = scope_ops_of(k)->reconcile(p, s, o);
                         if (r < 0)
                                 return r;
                         if (p->rebound)
@@ -386,10 +490,9 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         set_state(s, STATE_UNSUPPORTED, 0, "this kernel or device has no %s", k->attr);
                         continue;
                 }
-                if (r == -EINVAL && k->id == KNOB_WBT_LAT_USEC) {
-                        /* block/blk-sysfs.c queue_wb_lat_show: EINVAL when WBT was never
-                         * set up on this queue (no CONFIG_BLK_WBT_MQ, or a bio-based queue). */
-                        set_state(s, STATE_UNSUPPORTED, 0, "writeback throttling is not available on this queue");
+                if (r < 0 && k->unsupported_errno && r == -k->unsupported_errno) {
+                        /* The row says what this errno means (wbt_lat_usec: WBT never set up). */
+                        set_state(s, STATE_UNSUPPORTED, 0, "%s", k->unsupported_why);
                         continue;
                 }
                 if (r < 0) {
@@ -397,31 +500,31 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         continue;
                 }
 
-                if (k->id != KNOB_SCHEDULER && !scheduler_after && d->has_mq) {
+                if (basis && k != basis && !basis_after && d->has_mq) {
                         /* Settings after the scheduler are resolved against the scheduler the
                          * queue will have (nr_requests limits depend on it). */
-                        if (!scheduler_now && read_knob(d, &knob_table[KNOB_SCHEDULER], &scheduler_now) < 0)
-                                scheduler_now = NULL;
-                        scheduler_after = scheduler_now;
+                        if (!basis_now && read_knob(d, basis, &basis_now) < 0)
+                                basis_now = NULL;
+                        basis_after = basis_now;
                 }
                 facts = (KnobFacts) {
                         .rotational = d->rotational,
                         .nr_tags = d->nr_tags,
                         .max_hw_sectors_kb = d->max_hw_sectors_kb,
-                        .scheduler_after = scheduler_after,
+                        .scheduler_after = basis_after,
                 };
                 r = k->resolve(s->desired, &facts, &s->effective, &note);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
                         set_state(s, STATE_FAILED, r, "cannot resolve '%s' for this device (no %s reported)",
-                                  s->desired, k->id == KNOB_NR_REQUESTS ? "hardware tag depth" : "hardware limit");
+                                  s->desired, k->limit_name ?: "hardware limit");
                         continue;
                 }
                 set_note(s, TAKE_PTR(note));
 
-                if (k->id == KNOB_SCHEDULER)
-                        scheduler_after = s->effective;
+                if (k == basis)
+                        basis_after = s->effective;
                 if (s->irq >= 0)
                         read_effective_affinity(s);
                 /* A managed vector is a state, not an error: learned from a refused write
@@ -433,24 +536,27 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 }
 
                 if (streq(s->observed, s->effective)) {
-                        if (o->mode == RECONCILE_DRY_RUN && k->id == KNOB_NR_REQUESTS && scheduler_switches) {
-                                /* block/elevator.c: the switch resets nr_requests; it is written after. */
-                                set_state(s, STATE_CHANGED, 0, "the scheduler switch resets it; written afterwards");
+                        if (o->mode == RECONCILE_DRY_RUN && reset_by[k->id]) {
+                                /* The row before it resets it (block/elevator.c: the scheduler
+                                 * switch resets nr_requests); it is written after. */
+                                set_state(s, STATE_CHANGED, 0, "the %s switch resets it; written afterwards",
+                                          reset_by[k->id]->name);
                                 continue;
                         }
                         s->state = STATE_OK;
                         continue;
                 }
 
-                if (k->scope == KNOB_SCOPE_CTRL && nvme_row_changeable(d->nvme, k, s->effective, &why) == 0) {
+                if (scope_ops_of(k)->changeable && scope_ops_of(k)->changeable(d, s, s->effective, &why) == 0) {
                         /* Not drift, and nothing to write: the controller cannot do it. */
                         set_state(s, STATE_UNSUPPORTED, 0, "%s", why);
                         continue;
                 }
                 if (o->mode == RECONCILE_DRY_RUN) {
                         s->state = STATE_CHANGED;
-                        if (k->id == KNOB_SCHEDULER)
-                                scheduler_switches = true;
+                        for (size_t j = 0; j < _KNOB_MAX; j++)
+                                if (k->resets & KNOB_MASK(j))
+                                        reset_by[j] = k;
                         continue;
                 }
                 if (o->mode == RECONCILE_VERIFY) {
@@ -514,6 +620,9 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
 
 static bool controller_rebound_before(const Plan *p, size_t upto) {
         const NvmeCtrl *c = p->devices[upto]->device->nvme;
+
+        assert(p);
+
         for (size_t i = 0; c && c->address && i < upto; i++)
                 if (p->devices[i]->rebound && p->devices[i]->device->nvme &&
                     streq_ptr(p->devices[i]->device->nvme->address, c->address))
@@ -522,6 +631,9 @@ static bool controller_rebound_before(const Plan *p, size_t upto) {
 }
 
 int reconcile_plan(Plan *p, const ReconcileOptions *o) {
+        assert(p);
+        assert(o);
+
         for (size_t i = 0; i < p->n; i++) {
                 int r;
                 if (controller_rebound_before(p, i))

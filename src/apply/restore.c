@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include "util.h"
 
 static bool device_plan_failed(const DevicePlan *p) {
+        assert(p);
+
         if (p->error)
                 return true;
         for (size_t k = 0; k < p->n_settings; k++)
@@ -20,6 +23,8 @@ static bool device_plan_failed(const DevicePlan *p) {
 
 int device_plan_confine_to_root(DevicePlan *p, const char *root) {
         size_t n = root_is_set(root) ? strlen(root) : 0;
+
+        assert(p);
 
         if (n == 0)
                 return 0;
@@ -50,6 +55,8 @@ int device_plan_confine_to_root(DevicePlan *p, const char *root) {
 }
 
 int plan_confine_to_root(Plan *p, const char *root) {
+        assert(p);
+
         for (size_t i = 0; i < p->n; i++) {
                 int r = device_plan_confine_to_root(p->devices[i], root);
                 if (r < 0)
@@ -63,6 +70,10 @@ static int corrupt_record_plan(const char *dir, Device *d, int error, DevicePlan
         _cleanup_free_ char *p = originals_record_path(dir, d->name);
         DevicePlan *dp = NULL;
         int r;
+
+        assert(dir);
+        assert(d);
+        assert(ret);
 
         r = plan_device_from_values(d, "original", none, NULL, NULL, &dp);
         if (r < 0)
@@ -79,6 +90,11 @@ int restore_originals(struct udev *udev, const char *dir, const char *proc_root,
                       char ***ret_gone) {
         _cleanup_strv_free_ char **names = NULL, **gone = NULL;
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = NULL };
+
+        assert(udev);
+        assert(dir);
+        assert(ret);
+
         /* Held from reading the records through forgetting them: an `apply` (or
          * the daemon) holds it from its record through its writes, so it either
          * finishes before the originals are put back, or records them afresh
@@ -162,6 +178,11 @@ oom:
 int restore_knobs(const char *dir, const char *proc_root, Device *d, const bool knobs[_KNOB_MAX], const int *irqs,
                   size_t n_irqs, DevicePlan **ret) {
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = NULL };
+
+        assert(dir);
+        assert(d);
+        assert(ret);
+
         _cleanup_(device_plan_freep) DevicePlan *p = NULL;
         _cleanup_strv_free_ char **all_irqs = NULL, **keep = NULL;
         char *values[_KNOB_MAX];

@@ -39,12 +39,6 @@
  * last_check_realtime_usec shows a monitor the daemon is alive. */
 #define STATUS_REFRESH_USEC (60ULL * USEC_PER_SEC)
 
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <inttypes.h>
 #include <string.h>
 
 #include "cpuset.h"
+#include "irq-place.h"
 #include "plan.h"
 #include "util.h"
 
@@ -21,6 +23,8 @@ const char *setting_state_to_string(SettingState s) {
 }
 
 static void setting_done(Setting *s) {
+        assert(s);
+
         free(s->object);
         free(s->path);
         free(s->detail);
@@ -51,6 +55,8 @@ DevicePlan *device_plan_free(DevicePlan *p) {
 }
 
 void plan_done(Plan *p) {
+        assert(p);
+
         for (size_t i = 0; i < p->n; i++)
                 device_plan_free(p->devices[i]);
         free(p->devices);
@@ -63,6 +69,10 @@ void plan_done(Plan *p) {
 /* Append "text" to a ", "-separated explanation. */
 static void why_append(char **why, const char *text) {
         char *j = NULL;
+
+        assert(why);
+        assert(text);
+
         if (asprintf_safe(&j, "%s%s%s", *why ?: "", *why ? ", " : "", text) < 0)
                 return;
         free(*why);
@@ -73,6 +83,10 @@ static void why_append(char **why, const char *text) {
 static bool check_glob(const char *label, const char *pattern, const char *value, char **why, char **fail) {
         _cleanup_free_ char *text = NULL;
         bool ok;
+
+        assert(label);
+        assert(why);
+        assert(fail);
 
         if (!pattern)
                 return true;
@@ -91,6 +105,9 @@ bool rule_matches(const Rule *rule, const Device *d, char **ret_why) {
         _cleanup_free_ char *why = NULL;
         char *fail = NULL, buf[128];
         const char *kernel_label = "kernel name", *kernel_value = d->name;
+
+        assert(rule);
+        assert(d);
 
         /* A hidden multipath path (nvme1c1n1) also answers to its head's name, so a
          * rule for "nvme1n1" tunes the queues that actually carry its I/O. */
@@ -155,6 +172,10 @@ no:
 static int add_setting(DevicePlan *p, const Knob *k, const char *desired, const Mark *origin) {
         Setting *s, *n;
 
+        assert(p);
+        assert(k);
+        assert(desired);
+
         n = realloc(p->settings, (p->n_settings + 1) * sizeof(Setting));
         if (!n)
                 return -ENOMEM;
@@ -185,6 +206,10 @@ static int add_ctrl_setting(DevicePlan *p, const Knob *k, const char *desired, c
         Setting *s;
         int r;
 
+        assert(p);
+        assert(k);
+        assert(desired);
+
         if (!p->device->nvme) {
                 if (!p->nvme_note && str_startswith(p->device->name, "nvme") && p->device->multipath_head)
                         return (p->nvme_note = strdup("multipath head: the controller settings are planned on "
@@ -204,6 +229,10 @@ static int add_ctrl_setting(DevicePlan *p, const Knob *k, const char *desired, c
 
 static int device_plan_new(Device *d, DevicePlan **ret) {
         DevicePlan *p = calloc(1, sizeof(DevicePlan));
+
+        assert(d);
+        assert(ret);
+
         if (!p) {
                 device_free(d);
                 return -ENOMEM;
@@ -215,6 +244,9 @@ static int device_plan_new(Device *d, DevicePlan **ret) {
 
 char *irq_attr_path(const char *proc_root, unsigned irq, const char *attr) {
         char *p = NULL;
+
+        assert(attr);
+
         (void) asprintf_safe(&p, "%s/proc/irq/%u/%s", proc_root ?: "", irq, attr);
         return p;
 }
@@ -223,6 +255,10 @@ static int add_irq_setting(DevicePlan *p, unsigned irq, const char *name, bool m
                            const char *desired, const Mark *origin, const char *proc_root) {
         Setting *s;
         int r = add_setting(p, &knob_table[KNOB_IRQ_AFFINITY], desired, origin);
+
+        assert(p);
+        assert(desired);
+
         if (r < 0)
                 return r;
         s = &p->settings[p->n_settings - 1];
@@ -240,6 +276,9 @@ static int plan_irqs(DevicePlan *p, const IrqPolicy *pol, const PlanContext *ctx
         IrqVectors v = {};
         CpuSet *sets = NULL;
         int r;
+
+        assert(p);
+        assert(pol);
 
         p->irq_placement = pol->placement;
         p->keep_irqbalance_away = pol->keep_irqbalance_away > 0;
@@ -285,10 +324,15 @@ static int plan_irqs(DevicePlan *p, const IrqPolicy *pol, const PlanContext *ctx
 }
 
 static bool is_ctrl_row(const Setting *s) {
+        assert(s);
+
         return s->knob->scope == KNOB_SCOPE_CTRL || s->knob->scope == KNOB_SCOPE_MODULE;
 }
 
 static bool same_object(const Setting *a, const Setting *b) {
+        assert(a);
+        assert(b);
+
         if (a->irq >= 0)
                 return a->irq == b->irq;
         return is_ctrl_row(a) && a->knob == b->knob && a->object && b->object && streq(a->object, b->object);
@@ -343,6 +387,10 @@ void plan_module_targets(DevicePlan *const *plans, size_t n, int targets[_KNOB_M
 }
 
 int plan_device(const Config *c, Device *d, const PlanContext *ctx, DevicePlan **ret) {
+        assert(c);
+        assert(d);
+        assert(ret);
+
         _cleanup_(device_plan_freep) DevicePlan *p = NULL;
         const Rule *rule = NULL;
         const Profile *prof;
@@ -438,6 +486,11 @@ int plan_device(const Config *c, Device *d, const PlanContext *ctx, DevicePlan *
 
 int plan_device_from_values(Device *d, const char *label, char *const values[_KNOB_MAX], char *const *irq_values,
                             const char *proc_root, DevicePlan **ret) {
+        assert(d);
+        assert(label);
+        assert(values);
+        assert(ret);
+
         _cleanup_(device_plan_freep) DevicePlan *p = NULL;
         int r = device_plan_new(d, &p);
         if (r < 0)
@@ -472,6 +525,10 @@ int plan_build(const Config *c, DeviceList *l, const PlanContext *ctx, Plan *ret
         Plan p = {};
         int r;
 
+        assert(c);
+        assert(l);
+        assert(ret);
+
         p.devices = calloc(l->n ?: 1, sizeof(DevicePlan *));
         if (!p.devices)
                 return -ENOMEM;
@@ -491,6 +548,8 @@ int plan_build(const Config *c, DeviceList *l, const PlanContext *ctx, Plan *ret
 }
 
 void plan_count_states(const Plan *p, unsigned counts[_STATE_MAX]) {
+        assert(p);
+
         memset(counts, 0, sizeof(unsigned) * _STATE_MAX);
         for (size_t i = 0; i < p->n; i++)
                 for (size_t j = 0; j < p->devices[i]->n_settings; j++)

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <glob.h>
@@ -8,6 +9,7 @@
 #include <sys/sysmacros.h>
 
 #include "device.h"
+#include "sysfs-attr.h"
 #include "fileio.h"
 #include "escape.h"
 #include "log.h"
@@ -35,6 +37,8 @@ Device *device_free(Device *d) {
 }
 
 void device_list_done(DeviceList *l) {
+        assert(l);
+
         for (size_t i = 0; i < l->n; i++)
                 device_free(l->items[i]);
         free(l->items);
@@ -44,37 +48,37 @@ void device_list_done(DeviceList *l) {
 
 const char *device_property(const Device *d, const char *key) {
         size_t n = strlen(key);
+
+        assert(d);
+        assert(key);
+
         for (char **p = d->properties; p && *p; p++)
                 if (strneq(*p, key, n) && (*p)[n] == '=')
                         return *p + n + 1;
         return NULL;
 }
 
-char *attr_trimmed(struct udev_device *u, const char *attr) {
-        /* Through fileio rather than libudev's sysattr cache, which would open a FIFO
-         * in a test tree and wait on it forever: a regular file or nothing. */
-        const char *syspath = u ? udev_device_get_syspath(u) : NULL;
-        char *c = NULL;
-        if (!syspath || read_attr_at(syspath, attr, &c) < 0)
-                return NULL;
-        if (!*strstrip(c)) {
-                free(c);
-                return NULL;
-        }
-        return c;
-}
-
 static char *prop_dup(struct udev_device *u, const char *key) {
         const char *v = udev_device_get_property_value(u, key);
+
+        assert(u);
+        assert(key);
+
         return isempty(v) ? NULL : strdup(v);
 }
 
 /* Does `name` look like "<prefix><digits>..."? */
 static bool name_has_prefix_num(const char *name, const char *prefix) {
+        assert(name);
+        assert(prefix);
+
         return str_startswith(name, prefix) && isdigit((unsigned char) name[strlen(prefix)]);
 }
 
 bool device_name_wanted(const char *name, const DiscoveryFilter *f) {
+        assert(name);
+        assert(f);
+
         if (name_has_prefix_num(name, "loop"))
                 return f->loop;
         if (str_startswith(name, "dm-"))
@@ -92,6 +96,9 @@ static char *multipath_head_of(const char *name) {
         unsigned x, y, z;
         int n = 0;
         char *head;
+
+        assert(name);
+
         if (sscanf(name, "nvme%uc%un%u%n", &x, &y, &z, &n) != 3 || name[n] != 0)
                 return NULL;
         if (asprintf(&head, "nvme%un%u", x, z) < 0)
@@ -104,6 +111,9 @@ static char *multipath_head_of(const char *name) {
 static char *detect_transport(struct udev_device *u, const char *name) {
         struct udev_device *p;
         const char *bus;
+
+        assert(u);
+        assert(name);
 
         if (name_has_prefix_num(name, "loop"))
                 return strdup("loop");
@@ -164,6 +174,10 @@ int hw_queues_read(const char *disk_syspath, HwQueue **ret, size_t *ret_n) {
         DIR *dh;
         struct dirent *de;
 
+        assert(disk_syspath);
+        assert(ret);
+        assert(ret_n);
+
         if (!mq)
                 return -ENOMEM;
         dh = opendir(mq);
@@ -204,6 +218,9 @@ int hw_queues_read(const char *disk_syspath, HwQueue **ret, size_t *ret_n) {
 
 static int read_queues(Device *d) {
         int r = hw_queues_read(d->syspath, &d->queues, &d->n_queues);
+
+        assert(d);
+
         if (r == -ENOMEM)
                 return r;
         d->has_mq = r == 0;
@@ -213,12 +230,19 @@ static int read_queues(Device *d) {
 static unsigned read_uint_attr(const char *dir, const char *attr) {
         _cleanup_free_ char *v = NULL;
         unsigned u;
+
+        assert(dir);
+        assert(attr);
+
         if (read_attr_at(dir, attr, &v) < 0 || safe_atou(strstrip(v), &u) < 0)
                 return 0;
         return u;
 }
 
 int device_probe(struct udev_device *u, Device **ret) {
+        assert(u);
+        assert(ret);
+
         _cleanup_(device_freep) Device *d = NULL;
         struct udev_device *ctrl, *pci, *scsi;
         struct udev_list_entry *e;
@@ -327,6 +351,10 @@ int device_enumerate(struct udev *udev, const DiscoveryFilter *f, DeviceList *re
         DeviceList l = {};
         int r;
 
+        assert(udev);
+        assert(f);
+        assert(ret);
+
         en = udev_enumerate_new(udev);
         if (!en)
                 return -ENOMEM;
@@ -380,6 +408,10 @@ int device_lookup(struct udev *udev, const char *name, Device **ret) {
         struct udev_device *u;
         const char *devtype;
         int r;
+
+        assert(udev);
+        assert(name);
+        assert(ret);
 
         if (str_startswith(name, "/dev/")) {
                 struct stat st;

@@ -16,10 +16,6 @@ typedef struct HwQueue {
         char *cpu_list;     /* as sysfs prints it, e.g. "0, 1" */
 } HwQueue;
 
-/* A trimmed copy of a sysfs attribute of `u` (NVMe and SCSI pad model strings);
- * NULL when absent or blank. */
-char *attr_trimmed(struct udev_device *u, const char *attr);
-
 /* The hardware queues below a disk's mq/, in index order. -ENOENT: bio-based disk. */
 int hw_queues_read(const char *disk_syspath, HwQueue **ret, size_t *ret_n);
 void hw_queues_free(HwQueue *q, size_t n);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <stdint.h>
@@ -11,6 +12,8 @@
 #include "util.h"
 
 void irq_table_done(IrqTable *t) {
+        assert(t);
+
         for (size_t i = 0; i < t->n; i++)
                 free(t->items[i].name);
         free(t->items);
@@ -22,6 +25,9 @@ void irq_table_done(IrqTable *t) {
  * follow the first token that ends in a trigger type. */
 static char *names_of(char *rest) {
         char *save = NULL, *tok;
+
+        assert(rest);
+
         for (tok = strtok_r(rest, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
                 if (str_endswith(tok, "edge") || str_endswith(tok, "level") || streq(tok, "fasteoi") ||
                     str_endswith(tok, "-eoi")) {
@@ -39,6 +45,9 @@ static char *names_of(char *rest) {
 static int parse_bounded(const char **p, unsigned max, unsigned *ret) {
         const char *s = *p;
         uint64_t v = 0;
+
+        assert(p);
+        assert(ret);
 
         if (!isdigit((unsigned char) *s))
                 return -EINVAL;
@@ -68,6 +77,9 @@ int irq_table_parse(char *text, IrqTable *ret) {
         size_t allocated = 0;
         char *line, *next;
         int ncpu = -1;
+
+        assert(text);
+        assert(ret);
 
         for (line = text; line && *line; line = next) {
                 char *p = line, *names;
@@ -169,6 +181,9 @@ int irq_table_load(const char *path, IrqTable *ret) {
         _cleanup_free_ char *text = NULL;
         int r;
 
+        assert(path);
+        assert(ret);
+
         r = read_full_file(path, IRQ_TABLE_FILE_MAX, &text);
         if (r < 0)
                 return r;
@@ -179,6 +194,8 @@ const char *irq_table_name(const IrqTable *t, unsigned irq) {
         IrqName key = { .irq = irq };
         const IrqName *n;
 
+        assert(t);
+
         if (t->n == 0)
                 return NULL;
         n = bsearch(&key, t->items, t->n, sizeof(IrqName), cmp_irq_name);
@@ -187,6 +204,11 @@ const char *irq_table_name(const IrqTable *t, unsigned irq) {
 
 /* "<prefix><number>" at s: the number (at most max), and where it ends. */
 static bool prefixed_number(const char *s, const char *prefix, unsigned max, unsigned *ret, const char **ret_end) {
+        assert(s);
+        assert(prefix);
+        assert(ret);
+        assert(ret_end);
+
         if (!str_startswith(s, prefix))
                 return false;
         s += strlen(prefix);
@@ -199,6 +221,9 @@ static bool prefixed_number(const char *s, const char *prefix, unsigned max, uns
 void irq_classify(const char *name, int *ret_queue, IrqManaged *ret_managed) {
         const char *e;
         unsigned a, b;
+
+        assert(ret_queue);
+        assert(ret_managed);
 
         *ret_queue = -1;
         *ret_managed = IRQ_MANAGED_NO;
@@ -228,12 +253,18 @@ void irq_classify(const char *name, int *ret_queue, IrqManaged *ret_managed) {
 static bool is_pci_address(const char *s) {
         unsigned dom, bus, dev, fn;
         int n = 0;
+
+        assert(s);
+
         return sscanf(s, "%4x:%2x:%2x.%1u%n", &dom, &bus, &dev, &fn, &n) == 4 && s[n] == 0 && strlen(s) == 12;
 }
 
 int pci_function_of(const char *syspath, char **ret) {
         _cleanup_free_ char *p = strdup(syspath);
         char *best = NULL, *s;
+
+        assert(syspath);
+        assert(ret);
 
         if (!p)
                 return -ENOMEM;
@@ -255,6 +286,8 @@ int pci_function_of(const char *syspath, char **ret) {
 }
 
 void irq_vectors_done(IrqVectors *v) {
+        assert(v);
+
         for (size_t i = 0; i < v->n; i++)
                 free(v->items[i].name);
         free(v->items);
@@ -265,6 +298,10 @@ void irq_vectors_done(IrqVectors *v) {
 static int add_vector(IrqVectors *v, unsigned irq, const IrqTable *t) {
         IrqVector *n = realloc(v->items, (v->n + 1) * sizeof(IrqVector));
         const char *name = irq_table_name(t, irq);
+
+        assert(v);
+        assert(t);
+
         if (!n)
                 return -ENOMEM;
         v->items = n;
@@ -288,6 +325,10 @@ int device_irq_vectors(const Device *d, const IrqTable *t, IrqVectors *ret) {
         DIR *dh;
         struct dirent *de;
         int r;
+
+        assert(d);
+        assert(t);
+        assert(ret);
 
         r = pci_function_of(d->syspath, &v.pci_dir);
         if (r == -ENODEV) {

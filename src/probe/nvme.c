@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <endian.h>
 #include <fcntl.h>
 #include <string.h>
@@ -6,9 +7,9 @@
 
 #include <libnvme.h>
 
-#include "device.h"
-#include "nvme-feature.h"
+#include "nvme-command.h"
 #include "nvme.h"
+#include "sysfs-attr.h"
 #include "util.h"
 
 NvmeCtrl *nvme_ctrl_free(NvmeCtrl *c) {
@@ -32,11 +33,18 @@ NvmeCtrl *nvme_ctrl_free(NvmeCtrl *c) {
 static unsigned sysattr_uint(struct udev_device *u, const char *attr) {
         _cleanup_free_ char *v = attr_trimmed(u, attr);
         unsigned n;
+
+        assert(u);
+        assert(attr);
+
         return v && safe_atou(v, &n) == 0 ? n : 0;
 }
 
 static int open_ctrl(const NvmeCtrl *c, char **ret_why) {
         int fd;
+
+        assert(c);
+
         if (!c->devnode) {
                 if (ret_why)
                         *ret_why = strdup("the controller has no device node");
@@ -62,6 +70,9 @@ static int open_ctrl(const NvmeCtrl *c, char **ret_why) {
  * controller completed the command with an error. */
 static int command_result(int r, uint8_t fid, const char *what, char **ret_why) {
         int status, sct, sc;
+
+        assert(what);
+
         if (r == 0)
                 return 0;
         if (r < 0) {
@@ -94,6 +105,9 @@ static int get_feature(const NvmeCtrl *c, uint8_t fid, bool caps, uint32_t *ret_
         uint32_t result = 0;
         int fd, r;
 
+        assert(c);
+        assert(ret_dw);
+
         fd = open_ctrl(c, ret_why);
         if (fd < 0)
                 return fd;
@@ -111,10 +125,16 @@ static int get_feature(const NvmeCtrl *c, uint8_t fid, bool caps, uint32_t *ret_
 }
 
 int nvme_ctrl_get_feature(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_dw, char **ret_why) {
+        assert(c);
+        assert(ret_dw);
+
         return get_feature(c, fid, false, ret_dw, ret_why);
 }
 
 int nvme_ctrl_feature_caps(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_caps, char **ret_why) {
+        assert(c);
+        assert(ret_caps);
+
         return get_feature(c, fid, true, ret_caps, ret_why);
 }
 
@@ -123,6 +143,8 @@ int nvme_ctrl_set_feature(const NvmeCtrl *c, uint8_t fid, uint32_t cdw11, char *
         uint8_t table[NVME_APST_TABLE_BYTES] = {};
         uint32_t result = 0;
         int fd, r;
+
+        assert(c);
 
         fd = open_ctrl(c, ret_why);
         if (fd < 0)
@@ -138,6 +160,8 @@ static void identify(NvmeCtrl *c) {
         struct nvme_id_ctrl id = {};
         uint32_t dw = 0;
         int fd, r;
+
+        assert(c);
 
         fd = open_ctrl(c, &c->identify_error);
         if (fd < 0)
@@ -162,6 +186,9 @@ static void identify(NvmeCtrl *c) {
 }
 
 int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
+        assert(u);
+        assert(ret);
+
         _cleanup_(nvme_ctrl_freep) NvmeCtrl *c = calloc(1, sizeof(NvmeCtrl));
         _cleanup_free_ char *pm = NULL;
         char *n;

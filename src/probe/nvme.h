@@ -40,7 +40,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(NvmeCtrl *, nvme_ctrl_free);
 int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret);
 
 /* Generic Get/Set Features on the controller (libnvme nvme_get_features() and
- * nvme_set_features(), with the words of nvme-feature.h). 0 on success;
+ * nvme_set_features(), with the words of nvme-command.h). 0 on success;
  * -EOPNOTSUPP when the controller rejects the feature as not supported or not
  * changeable; other -errno otherwise. *ret_why (may be NULL) says which, in words. */
 int nvme_ctrl_get_feature(const NvmeCtrl *c, uint8_t fid, uint32_t *ret_dw, char **ret_why);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <numa.h>
 #include <string.h>
 #include <sys/sysinfo.h>
@@ -8,6 +9,8 @@
 #include "util.h"
 
 void topology_done(Topology *t) {
+        assert(t);
+
         cpuset_done(&t->online);
         cpuset_done(&t->isolated);
         cpuset_done(&t->nohz_full);
@@ -20,6 +23,10 @@ void topology_done(Topology *t) {
 /* Absent or unreadable files are empty sets: a kernel without nohz_full has no file. */
 static void load_cpulist(const char *path, CpuSet *ret) {
         _cleanup_free_ char *v = NULL;
+
+        assert(path);
+        assert(ret);
+
         if (read_attr(path, &v) < 0 || cpuset_parse(v, ret) < 0)
                 cpuset_done(ret);
 }
@@ -27,6 +34,8 @@ static void load_cpulist(const char *path, CpuSet *ret) {
 int topology_load(Topology *ret) {
         Topology t = {};
         int r;
+
+        assert(ret);
 
         load_cpulist("/sys/devices/system/cpu/online", &t.online);
         if (cpuset_count(&t.online) == 0)
@@ -80,6 +89,10 @@ fail:
 int topology_allowed(const Topology *t, CpuSet *ret) {
         CpuSet a = {};
         unsigned span = cpuset_span(&t->online);
+
+        assert(t);
+        assert(ret);
+
         for (unsigned c = 0; c < span; c++)
                 if (cpuset_contains(&t->online, c) && !cpuset_contains(&t->isolated, c) &&
                     !cpuset_contains(&t->nohz_full, c) && cpuset_add(&a, c) < 0) {

@@ -245,3 +245,9 @@ bool glob_match(const char *pattern, const char *s) {
 bool string_has_glob(const char *s) {
         return strpbrk(s, "*?[") != NULL;
 }
+
+uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "macro.h"
 
@@ -42,3 +43,6 @@ int parse_duration_usec(const char *s, uint64_t *ret);
 
 bool glob_match(const char *pattern, const char *s);
 bool string_has_glob(const char *s);
+
+/* clock_gettime(clock) in microseconds. */
+uint64_t now_usec(clockid_t clock);

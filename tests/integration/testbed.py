@@ -45,6 +45,7 @@ def queue_attrs(scheduler="[none] mq-deadline", nr_requests=1023, rotational=0, 
     if wbt is not None:
         a["queue/wbt_lat_usec"] = str(wbt)
     if mq:
+        a["queue/io_timeout"] = "30000"  # blk-mq queues only; the nvme and sd default
         for q in range(queues):
             a[f"mq/{q}/cpu_list"] = str(q)
             a[f"mq/{q}/nr_tags"] = str(nr_tags)

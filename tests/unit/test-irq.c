@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "fileio.h"
-#include "irq-placement.h"
+#include "irq-place.h"
 #include "irq.h"
 #include "irqbalance.h"
 #include "macro.h"

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "fileio.h"
 #include "knob.h"
 #include "macro.h"
+#include "nvme-feature.h"
+#include "util.h"
 #include "tests.h"
 
 static char *norm(KnobId id, const char *raw) {
@@ -128,6 +131,129 @@ TEST(small_enums_and_booleans) {
         CHECK(norm(KNOB_RQ_AFFINITY, "1\n"), "1");
 }
 
+/* The behaviour each row carries for reconcile and the daemon. */
+TEST(row_behaviour) {
+        static const KnobId every_mq[] = { KNOB_SCHEDULER, KNOB_NR_REQUESTS, KNOB_RQ_AFFINITY, KNOB_NOMERGES,
+                                           KNOB_READ_AHEAD_KB };
+        unsigned want = 0, have = 0;
+        char *why;
+
+        for (size_t i = 0; i < ELEMENTSOF(every_mq); i++)
+                want |= KNOB_MASK(every_mq[i]);
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                if (knob_table[i].on_every_mq_queue)
+                        have |= KNOB_MASK(i);
+        ASSERT_INT_EQ(have, want);
+
+        /* The scheduler resets nr_requests, and later rows resolve against it. */
+        ASSERT_TRUE(knob_resolve_basis() == &knob_table[KNOB_SCHEDULER]);
+        ASSERT_INT_EQ(knob_table[KNOB_SCHEDULER].resets, KNOB_MASK(KNOB_NR_REQUESTS));
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                if (i != KNOB_SCHEDULER)
+                        ASSERT_INT_EQ(knob_table[i].resets, 0);
+        /* It is written before what it resets. */
+        ASSERT_TRUE(KNOB_SCHEDULER < KNOB_NR_REQUESTS);
+
+        why = knob_table[KNOB_SCHEDULER].refusal("foo", -EINVAL);
+        ASSERT_STREQ(why, "kernel has no scheduler 'foo' (not built in, no foo-iosched module)");
+        free(why);
+        ASSERT_TRUE(knob_table[KNOB_SCHEDULER].refusal("foo", -EIO) == NULL);
+
+        ASSERT_INT_EQ(knob_table[KNOB_WBT_LAT_USEC].unsupported_errno, EINVAL);
+        ASSERT_STREQ(knob_table[KNOB_NR_REQUESTS].limit_name, "hardware tag depth");
+
+        /* Module rows count their queues in the controller's queue maps. */
+        NvmeQueueMap m = { .n_default = 4, .n_read = 2, .n_poll = 1, .known = true };
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                ASSERT_TRUE((knob_table[i].scope == KNOB_SCOPE_MODULE) == (knob_table[i].from_queue_map != NULL &&
+                                                                           knob_table[i].word != NULL));
+        ASSERT_INT_EQ(knob_table[KNOB_NVME_POLL_QUEUES].from_queue_map(&m), 1);
+        ASSERT_INT_EQ(knob_table[KNOB_NVME_WRITE_QUEUES].from_queue_map(&m), 4);
+        ASSERT_STREQ(knob_table[KNOB_NVME_POLL_QUEUES].word, "poll");
+        ASSERT_STREQ(knob_table[KNOB_NVME_WRITE_QUEUES].word, "write");
+}
+
+/* A file of the source tree (the fixtures are its tests/fixtures), or NULL. */
+static char *source_file(const char *rel) {
+        const char *fixtures = getenv("IOTUNED_TEST_FIXTURES");
+        _cleanup_free_ char *p = NULL;
+        char *text = NULL;
+
+        if (!fixtures) {
+                fprintf(stderr, "# IOTUNED_TEST_FIXTURES is not set: run through meson test\n");
+                return NULL;
+        }
+        if (asprintf_safe(&p, "%s/../../%s", fixtures, rel) < 0 || read_full_file(p, 1024 * 1024, &text) < 0) {
+                fprintf(stderr, "# cannot read %s\n", p ?: rel);
+                return NULL;
+        }
+        return text;
+}
+
+/* The part of text from the first occurrence of start up to the first end after it. */
+static char *between(const char *text, const char *start, const char *end) {
+        const char *a = strstr(text, start), *b;
+        if (!a)
+                return NULL;
+        b = strstr(a + strlen(start), end);
+        return strndup(a, b ? (size_t) (b - a) : strlen(a));
+}
+
+/* Whether a line of text is exactly line, or starts with it when prefix. */
+static bool has_line(const char *text, const char *line, bool prefix) {
+        size_t n = strlen(line);
+        for (const char *p = text; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+                if (strneq(p, line, n) && (prefix || p[n] == '\n' || p[n] == 0))
+                        return true;
+        return false;
+}
+
+/* Every knob in the table is documented where users and tests look for it: its own
+ * entry in iotuned.profile(5) ("## name" under KNOBS, or a "*name:*" term in the
+ * nvme: section), the README's list of queue knobs, and, for the sysfs attributes
+ * below the disk, the umockdev testbed's defaults (tests/integration/testbed.py,
+ * queue_attrs()). Controller, module and IRQ rows have no attribute below the
+ * disk: the testbed answers them with its fake controller and --root /proc. */
+TEST(every_knob_is_documented_and_faked) {
+        _cleanup_free_ char *man = source_file("man/iotuned.profile.5.scd");
+        _cleanup_free_ char *readme = source_file("README.md");
+        _cleanup_free_ char *testbed = source_file("tests/integration/testbed.py");
+        _cleanup_free_ char *readme_list = NULL, *defaults = NULL;
+        bool ok = true;
+
+        ASSERT_TRUE(man && readme && testbed);
+        readme_list = between(readme, "\nQueue knobs: ", "\n\n");
+        defaults = between(testbed, "\ndef queue_attrs(", "\ndef ");
+        ASSERT_TRUE(readme_list && defaults);
+
+        for (size_t i = 0; i < _KNOB_MAX; i++) {
+                const Knob *k = &knob_table[i];
+                _cleanup_free_ char *heading = NULL, *term = NULL, *term2 = NULL, *quoted = NULL, *code = NULL;
+
+                ASSERT_TRUE(asprintf_safe(&heading, "## %s", k->name) >= 0 &&
+                            asprintf_safe(&term, "*%s:*", k->name) >= 0 &&
+                            asprintf_safe(&term2, ", *%s:*", k->name) >= 0 &&
+                            asprintf_safe(&quoted, "\"%s\"", k->attr ?: "") >= 0 &&
+                            asprintf_safe(&code, "`%s`", k->name) >= 0);
+                if (!has_line(man, heading, false) && !has_line(man, term, true) && !strstr(man, term2)) {
+                        fprintf(stderr, "# %s: no entry in man/iotuned.profile.5.scd (\"%s\" or \"%s\")\n", k->name,
+                                heading, term);
+                        ok = false;
+                }
+                if (k->scope != KNOB_SCOPE_QUEUE)
+                        continue;
+                if (!strstr(readme_list, code)) {
+                        fprintf(stderr, "# %s: missing from README.md's \"Queue knobs:\" list\n", k->name);
+                        ok = false;
+                }
+                if (!strstr(defaults, quoted)) {
+                        fprintf(stderr, "# %s: no %s in tests/integration/testbed.py queue_attrs()\n", k->name, quoted);
+                        ok = false;
+                }
+        }
+        ASSERT_TRUE(ok);
+}
+
 TEST_MAIN(T(table_is_in_write_order), T(scheduler_readback), T(scheduler_names), T(nr_requests_resolution),
           T(wbt_default_depends_on_rotational), T(read_ahead_rounds_to_pages), T(max_sectors_clamps_to_hardware),
-          T(small_enums_and_booleans))
+          T(small_enums_and_booleans), T(row_behaviour), T(every_knob_is_documented_and_faked))

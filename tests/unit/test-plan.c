@@ -3,6 +3,7 @@
  * device's settings are, and what a bio-based disk may not be given. */
 #include "config.h"
 #include "plan.h"
+#include "reconcile.h"
 #include "tests.h"
 #include "tmpdir.h"
 
@@ -163,5 +164,60 @@ TEST(udev_match_and_rule_overrides) {
         config_free(c);
 }
 
+/* What the knob rows say about each other, as reconcile reads them: the scheduler
+ * switch resets nr_requests (a dry run says it is written afterwards), and a value
+ * that needs a hardware limit nobody reported names the limit. */
+TEST(reconcile_reads_row_behaviour) {
+        char *tree = tmpdir_new();
+        char *values[_KNOB_MAX] = {};
+        DevicePlan *p = NULL;
+        Device *d;
+
+        tmpdir_write(tree, "sda/queue/scheduler", "[none] mq-deadline kyber\n");
+        tmpdir_write(tree, "sda/queue/nr_requests", "64\n");
+        tmpdir_write(tree, "sda/queue/max_sectors_kb", "1280\n");
+        d = dev("sda", "sata", false, true);
+        free(d->syspath);
+        d->syspath = path_join(tree, "sda");
+        d->nr_tags = 64;
+        values[KNOB_SCHEDULER] = (char *) "mq-deadline";
+        values[KNOB_NR_REQUESTS] = (char *) "64";
+        values[KNOB_MAX_SECTORS_KB] = (char *) "max";
+        ASSERT_INT_EQ(plan_device_from_values(d, "test", values, NULL, "", &p), 0);
+
+        ReconcileOptions o = { .mode = RECONCILE_DRY_RUN };
+        ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+        ASSERT_INT_EQ(setting(p, KNOB_SCHEDULER)->state, STATE_CHANGED);
+        ASSERT_INT_EQ(setting(p, KNOB_NR_REQUESTS)->state, STATE_CHANGED);
+        ASSERT_STREQ(setting(p, KNOB_NR_REQUESTS)->note, "the scheduler switch resets it; written afterwards");
+        ASSERT_INT_EQ(setting(p, KNOB_MAX_SECTORS_KB)->state, STATE_FAILED);
+        ASSERT_STREQ(setting(p, KNOB_MAX_SECTORS_KB)->note,
+                     "cannot resolve 'max' for this device (no hardware limit reported)");
+
+        /* Verify does not predict the reset: nr_requests is as wanted now. */
+        o.mode = RECONCILE_VERIFY;
+        ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+        ASSERT_INT_EQ(setting(p, KNOB_SCHEDULER)->state, STATE_DRIFTED);
+        ASSERT_INT_EQ(setting(p, KNOB_NR_REQUESTS)->state, STATE_OK);
+        device_plan_free(p);
+
+        /* "max" needs the tag depth. */
+        d = dev("sda", "sata", false, true);
+        free(d->syspath);
+        d->syspath = path_join(tree, "sda");
+        d->nr_tags = 0;
+        values[KNOB_SCHEDULER] = NULL;
+        values[KNOB_NR_REQUESTS] = (char *) "max";
+        values[KNOB_MAX_SECTORS_KB] = NULL;
+        ASSERT_INT_EQ(plan_device_from_values(d, "test", values, NULL, "", &p), 0);
+        o.mode = RECONCILE_DRY_RUN;
+        ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+        ASSERT_INT_EQ(setting(p, KNOB_NR_REQUESTS)->state, STATE_FAILED);
+        ASSERT_STREQ(setting(p, KNOB_NR_REQUESTS)->note,
+                     "cannot resolve 'max' for this device (no hardware tag depth reported)");
+        device_plan_free(p);
+        tmpdir_remove(tree);
+}
+
 TEST_MAIN(T(shipped_rules), T(first_match_wins_and_exclude), T(multipath_path_matches_head_name),
-          T(udev_property_pins_profile), T(udev_match_and_rule_overrides))
+          T(udev_property_pins_profile), T(udev_match_and_rule_overrides), T(reconcile_reads_row_behaviour))

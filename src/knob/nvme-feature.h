@@ -8,13 +8,15 @@
 #include <libnvme.h>
 
 #include "device.h"
+#include "nvme-command.h"
 
-/* The NVMe features iotuned reads and sets, as command words. Pure functions: the
+/* The NVMe features iotuned tunes, as values and command words. Pure functions: the
  * unit tests check every word sent against the NVMe Base Specification (2.0,
  * 5.27.1), because libnvme 1.3's dedicated helpers for these two features send
- * the wrong ones (fixed in libnvme 1.6); only the generic Get/Set Features calls
- * are used, with the words built here. Feature IDs per FACTS.md: 0x07 Number of
- * Queues, 0x08 Interrupt Coalescing, 0x0C Autonomous Power State Transition. */
+ * the wrong ones (fixed in libnvme 1.6). The argument blocks of the generic
+ * Get/Set Features calls are in nvme-command.h (probe). Feature IDs per FACTS.md:
+ * 0x07 Number of Queues, 0x08 Interrupt Coalescing, 0x0C Autonomous Power State
+ * Transition. */
 
 /* Interrupt Coalescing (FID 0x08). cdw11 bits 7:0 THR (aggregation threshold, a
  * 0's based count of completion entries), bits 15:8 TIME (aggregation time in
@@ -37,28 +39,9 @@ int nvme_coalescing_parse(const char *s, NvmeCoalescing *ret);
 int nvme_coalescing_format(const NvmeCoalescing *c, char **ret);
 
 /* Autonomous Power State Transition (FID 0x0C): cdw11 bit 0 APSTE. Set Features
- * also transfers the 256-byte table of 32 64-bit entries; with APSTE 0 the kernel
- * sends it zeroed (drivers/nvme/host/core.c: nvme_configure_apst), as we do. */
-#define NVME_APST_TABLE_BYTES 256u
+ * also transfers the table (NVME_APST_TABLE_BYTES, nvme-command.h). */
 uint32_t nvme_apst_to_cdw11(bool enable);
 bool nvme_apst_from_dw(uint32_t dw);
-
-/* Get Features with SEL 11b (supported capabilities) answers in dword 0: bit 0
- * saveable, bit 1 namespace specific, bit 2 changeable (NVMe 2.0 figure 193). */
-#define NVME_FEATURE_CAP_CHANGEABLE (1u << 2)
-
-/* Number of Queues (FID 0x07) completion dword 0: NSQA bits 15:0, NCQA bits 31:16,
- * both 0's based. Returns the granted I/O submission and completion queue counts. */
-void nvme_num_queues_from_dw(uint32_t dw, unsigned *ret_sq, unsigned *ret_cq);
-
-/* The argument blocks handed to libnvme's generic nvme_get_features() and
- * nvme_set_features(): current value, no namespace, not saved across resets. */
-void nvme_feature_get_args(struct nvme_get_features_args *a, int fd, uint8_t fid, uint32_t *result, void *data,
-                           uint32_t data_len);
-/* The same with SEL = supported capabilities. */
-void nvme_feature_caps_args(struct nvme_get_features_args *a, int fd, uint8_t fid, uint32_t *result);
-void nvme_feature_set_args(struct nvme_set_features_args *a, int fd, uint8_t fid, uint32_t cdw11, uint32_t *result,
-                           void *data, uint32_t data_len);
 
 /* The blk-mq queue maps of an NVMe disk, from its hardware queues' cpu_list files.
  * blk-mq numbers the queues of the default map first, then the read map (present
@@ -76,3 +59,5 @@ int nvme_queue_map_from_queues(const HwQueue *q, size_t n, bool io_poll, NvmeQue
 /* The write queues in the sense of nvme.write_queues: the default map, when a
  * separate read map exists; 0 when reads and writes share queues. */
 unsigned nvme_queue_map_write_queues(const NvmeQueueMap *m);
+/* The poll queues in the sense of nvme.poll_queues: the poll map. */
+unsigned nvme_queue_map_poll_queues(const NvmeQueueMap *m);

@@ -1,50 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <string.h>
+#include <assert.h>
 
-#include "irq-placement.h"
+#include "irq-place.h"
 #include "util.h"
-
-static const char *const placement_names[_IRQ_PLACEMENT_MAX] = {
-        [IRQ_PLACEMENT_UNSET] = NULL,
-        [IRQ_PLACEMENT_LEAVE] = "leave",
-        [IRQ_PLACEMENT_QUEUE_LOCAL] = "queue-local",
-        [IRQ_PLACEMENT_NODE_LOCAL] = "node-local",
-        [IRQ_PLACEMENT_SPREAD] = "spread",
-        [IRQ_PLACEMENT_CPUS] = "cpus",
-};
-
-const char *irq_placement_to_string(IrqPlacement p) {
-        return p > 0 && p < _IRQ_PLACEMENT_MAX ? placement_names[p] : "unset";
-}
-
-IrqPlacement irq_placement_from_string(const char *s) {
-        for (int i = 1; i < _IRQ_PLACEMENT_MAX; i++)
-                if (streq(placement_names[i], s))
-                        return (IrqPlacement) i;
-        return IRQ_PLACEMENT_UNSET;
-}
-
-void irq_policy_done(IrqPolicy *p) {
-        free(p->cpus);
-        mark_done(&p->origin);
-        *p = (IrqPolicy) { .keep_irqbalance_away = -1 };
-}
-
-int irq_policy_copy(IrqPolicy *dst, const IrqPolicy *src) {
-        IrqPolicy c = *src;
-        c.cpus = strdup_or_null(src->cpus);
-        c.origin = (Mark) {};
-        if ((src->cpus && !c.cpus) || mark_copy(&c.origin, &src->origin) < 0) {
-                free(c.cpus);
-                return -ENOMEM;
-        }
-        irq_policy_done(dst);
-        *dst = c;
-        return 0;
-}
 
 static int intersect(const CpuSet *a, const CpuSet *b, CpuSet *ret) {
         unsigned span = MIN(cpuset_span(a), cpuset_span(b));
+
+        assert(a);
+        assert(b);
+        assert(ret);
+
         cpuset_done(ret);
         for (unsigned c = 0; c < span; c++)
                 if (cpuset_contains(a, c) && cpuset_contains(b, c) && cpuset_add(ret, c) < 0)
@@ -56,6 +22,9 @@ static int intersect(const CpuSet *a, const CpuSet *b, CpuSet *ret) {
 static unsigned nth_cpu(const CpuSet *s, size_t i) {
         size_t k = i % cpuset_count(s), seen = 0;
         unsigned span = cpuset_span(s);
+
+        assert(s);
+
         for (unsigned c = 0; c < span; c++)
                 if (cpuset_contains(s, c) && seen++ == k)
                         return c;
@@ -66,6 +35,10 @@ int irq_place(const Topology *t, int numa_node, const IrqPolicy *p, const IrqVec
               const HwQueue *queues, size_t n_queues, CpuSet *ret) {
         CpuSet allowed = {}, node = {}, tmp = {};
         int r = 0;
+
+        assert(t);
+        assert(p);
+        assert(ret);
 
         r = topology_allowed(t, &allowed);
         if (r < 0)

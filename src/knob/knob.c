@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,6 +26,10 @@
 
 static int dup_ret(const char *s, char **ret) {
         char *c = strdup(s);
+
+        assert(s);
+        assert(ret);
+
         if (!c)
                 return -ENOMEM;
         *ret = c;
@@ -32,12 +37,18 @@ static int dup_ret(const char *s, char **ret) {
 }
 
 static int uint_ret(uint64_t v, char **ret) {
+        assert(ret);
+
         return asprintf_safe(ret, "%" PRIu64, v);
 }
 
 static int parse_uint_range(const char *value, uint64_t lo, uint64_t hi, char **ret) {
         uint64_t v;
         int r = safe_atou64(value, &v);
+
+        assert(value);
+        assert(ret);
+
         if (r < 0)
                 return r;
         if (v < lo || v > hi)
@@ -47,6 +58,10 @@ static int parse_uint_range(const char *value, uint64_t lo, uint64_t hi, char **
 
 static int normalize_trim(const char *raw, char **ret) {
         _cleanup_free_ char *c = strdup(raw);
+
+        assert(raw);
+        assert(ret);
+
         if (!c)
                 return -ENOMEM;
         strstrip(c);
@@ -55,6 +70,10 @@ static int normalize_trim(const char *raw, char **ret) {
 }
 
 static int resolve_same(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        assert(canonical);
+        assert(f);
+        assert(ret);
+
         return dup_ret(canonical, ret);
 }
 
@@ -62,6 +81,10 @@ static int resolve_same(const char *canonical, const KnobFacts *f, char **ret, c
 
 static int parse_scheduler(const char *value, char **ret) {
         size_t n = strlen(value);
+
+        assert(value);
+        assert(ret);
+
         if (n == 0 || n >= ELV_NAME_MAX)
                 return -EINVAL;
         for (const char *p = value; *p; p++)
@@ -74,6 +97,10 @@ static int parse_scheduler(const char *value, char **ret) {
  * without brackets (block/elevator.c: elv_iosched_show). */
 static int normalize_scheduler(const char *raw, char **ret) {
         const char *a = strchr(raw, '['), *b;
+
+        assert(raw);
+        assert(ret);
+
         if (!a) {
                 _cleanup_free_ char *c = strdup(raw);
                 if (!c)
@@ -91,9 +118,25 @@ static int normalize_scheduler(const char *raw, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* The kernel's EINVAL on the scheduler file means "no such elevator": it first
+ * tried request_module("<name>-iosched") (block/elevator.c: elevator_change). */
+static char *refusal_scheduler(const char *value, int error) {
+        char *why = NULL;
+
+        assert(value);
+
+        if (error != -EINVAL)
+                return NULL;
+        (void) asprintf_safe(&why, "kernel has no scheduler '%s' (not built in, no %s-iosched module)", value, value);
+        return why;
+}
+
 /* nr_requests -------------------------------------------------------------------- */
 
 static int parse_nr_requests(const char *value, char **ret) {
+        assert(value);
+        assert(ret);
+
         if (streq(value, "max"))
                 return dup_ret("max", ret);
         return parse_uint_range(value, 1, BLK_MQ_MAX_DEPTH, ret);
@@ -102,6 +145,10 @@ static int parse_nr_requests(const char *value, char **ret) {
 static int resolve_nr_requests(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
         bool sched = f->scheduler_after && !streq(f->scheduler_after, "none");
         uint64_t v, limit;
+
+        assert(canonical);
+        assert(f);
+        assert(ret);
 
         if (streq(canonical, "max")) {
                 if (f->nr_tags == 0)
@@ -133,11 +180,18 @@ static int resolve_nr_requests(const char *canonical, const KnobFacts *f, char *
 /* small enums -------------------------------------------------------------------- */
 
 static int parse_0_to_2(const char *value, char **ret) {
+        assert(value);
+        assert(ret);
+
         return parse_uint_range(value, 0, 2, ret);
 }
 
 static int parse_bool01(const char *value, char **ret) {
         int b = parse_boolean(value);
+
+        assert(value);
+        assert(ret);
+
         if (b < 0)
                 return -EINVAL;
         return dup_ret(b ? "1" : "0", ret);
@@ -148,6 +202,9 @@ static int parse_bool01(const char *value, char **ret) {
 static int parse_wbt(const char *value, char **ret) {
         int64_t v;
         int r;
+
+        assert(value);
+        assert(ret);
 
         if (streq(value, "default"))
                 return dup_ret("-1", ret);
@@ -162,6 +219,10 @@ static int parse_wbt(const char *value, char **ret) {
 }
 
 static int resolve_wbt(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        assert(canonical);
+        assert(f);
+        assert(ret);
+
         /* block/blk-sysfs.c queue_wb_lat_store: -1 restores wbt_default_latency_nsec(),
          * which depends on rotational; reads come back in usec. */
         if (streq(canonical, "-1")) {
@@ -176,10 +237,17 @@ static int resolve_wbt(const char *canonical, const KnobFacts *f, char **ret, ch
 /* read_ahead_kb ------------------------------------------------------------------ */
 
 static int parse_read_ahead(const char *value, char **ret) {
+        assert(value);
+        assert(ret);
+
         return parse_uint_range(value, 0, READ_AHEAD_MAX_KB, ret);
 }
 
 static int resolve_read_ahead(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        assert(canonical);
+        assert(f);
+        assert(ret);
+
         /* block/blk-sysfs.c queue_ra_store keeps whole pages: ra_pages = kb >> (PAGE_SHIFT - 10). */
         uint64_t v, page_kb = (uint64_t) sysconf(_SC_PAGESIZE) / 1024, rounded;
         int r = safe_atou64(canonical, &v);
@@ -194,6 +262,9 @@ static int resolve_read_ahead(const char *canonical, const KnobFacts *f, char **
 /* max_sectors_kb ----------------------------------------------------------------- */
 
 static int parse_max_sectors(const char *value, char **ret) {
+        assert(value);
+        assert(ret);
+
         if (streq(value, "max"))
                 return dup_ret("max", ret);
         return parse_uint_range(value, 4, UINT32_MAX, ret);
@@ -202,6 +273,10 @@ static int parse_max_sectors(const char *value, char **ret) {
 static int resolve_max_sectors(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
         uint64_t v;
         int r;
+
+        assert(canonical);
+        assert(f);
+        assert(ret);
 
         if (streq(canonical, "max")) {
                 if (f->max_hw_sectors_kb == 0)
@@ -227,6 +302,10 @@ static int resolve_max_sectors(const char *canonical, const KnobFacts *f, char *
 static int cpulist_canonical(const char *value, char **ret) {
         CpuSet s = {};
         int r = cpuset_parse(value, &s);
+
+        assert(value);
+        assert(ret);
+
         if (r < 0)
                 return r;
         if (cpuset_count(&s) == 0) {
@@ -249,6 +328,10 @@ static int cpulist_canonical(const char *value, char **ret) {
 static int parse_io_timeout(const char *value, char **ret) {
         uint64_t v;
         int r = safe_atou64(value, &v);
+
+        assert(value);
+        assert(ret);
+
         if (r < 0)
                 return r;
         if (v < IO_TIMEOUT_STEP_MS || v > IO_TIMEOUT_MAX_MS || v % IO_TIMEOUT_STEP_MS)
@@ -265,6 +348,10 @@ static int parse_io_timeout(const char *value, char **ret) {
 static int parse_apst(const char *value, char **ret) {
         int64_t v;
         int r;
+
+        assert(value);
+        assert(ret);
+
         if (streq(value, "off") || streq(value, "auto"))
                 return dup_ret(value, ret);
         r = safe_atoi64(value, &v);
@@ -279,6 +366,10 @@ static int parse_apst(const char *value, char **ret) {
  * read is passed in as "apste=0|1". "any" and "auto" mean the same to nvme. */
 static int normalize_apst(const char *raw, char **ret) {
         _cleanup_free_ char *c = strdup(raw);
+
+        assert(raw);
+        assert(ret);
+
         if (!c)
                 return -ENOMEM;
         strstrip(c);
@@ -294,6 +385,10 @@ static int normalize_apst(const char *raw, char **ret) {
 static int parse_coalescing(const char *value, char **ret) {
         NvmeCoalescing c;
         int r = nvme_coalescing_parse(value, &c);
+
+        assert(value);
+        assert(ret);
+
         if (r < 0)
                 return r;
         return nvme_coalescing_format(&c, ret);
@@ -304,6 +399,10 @@ static int normalize_coalescing(const char *raw, char **ret) {
         NvmeCoalescing c;
         uint64_t v;
         char *end;
+
+        assert(raw);
+        assert(ret);
+
         errno = 0;
         v = strtoull(raw, &end, 0);
         if (errno || end == raw || v > UINT32_MAX)
@@ -316,12 +415,20 @@ static int normalize_coalescing(const char *raw, char **ret) {
 
 /* drivers/nvme/host/pci.c io_queue_count_set: at most num_possible_cpus(). */
 static int parse_queue_count(const char *value, char **ret) {
+        assert(value);
+        assert(ret);
+
         return parse_uint_range(value, 0, 8192, ret);
 }
 
 static int resolve_queue_count(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
         uint64_t v;
         int r = safe_atou64(canonical, &v);
+
+        assert(canonical);
+        assert(f);
+        assert(ret);
+
         if (r < 0)
                 return r;
         if (f->possible_cpus && v > f->possible_cpus) {
@@ -340,6 +447,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "a number of polled I/O queues, 0 upwards",
                 .summary = "polled queues (no interrupts) for HIPRI I/O; module-wide, fixed at controller probe",
                 .parse = parse_queue_count, .normalize = normalize_trim, .resolve = resolve_queue_count,
+                .word = "poll", .from_queue_map = nvme_queue_map_poll_queues,
         },
         [KNOB_NVME_WRITE_QUEUES] = {
                 .id = KNOB_NVME_WRITE_QUEUES, .scope = KNOB_SCOPE_MODULE, .name = "write_queues", .section = "nvme",
@@ -347,6 +455,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "a number of I/O queues for writes, 0 (reads and writes share) upwards",
                 .summary = "queues reserved for writes, the rest serve reads; module-wide, fixed at controller probe",
                 .parse = parse_queue_count, .normalize = normalize_trim, .resolve = resolve_queue_count,
+                .word = "write", .from_queue_map = nvme_queue_map_write_queues,
         },
         [KNOB_SCHEDULER] = {
                 .id = KNOB_SCHEDULER, .name = "scheduler", .section = "queue", .attr = "queue/scheduler",
@@ -354,6 +463,12 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "an I/O scheduler name such as none, mq-deadline, bfq or kyber",
                 .summary = "I/O scheduler; switching it resets nr_requests",
                 .parse = parse_scheduler, .normalize = normalize_scheduler, .resolve = resolve_same,
+                /* block/elevator.c: elevator_switch -> blk_mq_init_sched sets q->nr_requests;
+                 * nr_requests limits depend on the scheduler (resolve_nr_requests). */
+                .resolve_basis = true,
+                .resets = KNOB_MASK(KNOB_NR_REQUESTS),
+                .refusal = refusal_scheduler,
+                .on_every_mq_queue = true,
         },
         [KNOB_NR_REQUESTS] = {
                 .id = KNOB_NR_REQUESTS, .name = "nr_requests", .section = "queue", .attr = "queue/nr_requests",
@@ -361,6 +476,8 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "a queue depth from 1 to 10240, or max (the hardware tag depth)",
                 .summary = "requests the block layer queues per hardware queue",
                 .parse = parse_nr_requests, .normalize = normalize_trim, .resolve = resolve_nr_requests,
+                .limit_name = "hardware tag depth",
+                .on_every_mq_queue = true,
         },
         [KNOB_RQ_AFFINITY] = {
                 .id = KNOB_RQ_AFFINITY, .name = "rq_affinity", .section = "queue", .attr = "queue/rq_affinity",
@@ -368,6 +485,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "0 (off), 1 (complete in the submitter's cache group) or 2 (on the submitting CPU)",
                 .summary = "where completions run relative to the submitting CPU",
                 .parse = parse_0_to_2, .normalize = normalize_trim, .resolve = resolve_same,
+                .on_every_mq_queue = true,
         },
         [KNOB_WBT_LAT_USEC] = {
                 .id = KNOB_WBT_LAT_USEC, .name = "wbt_lat_usec", .section = "queue", .attr = "queue/wbt_lat_usec",
@@ -375,6 +493,10 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "microseconds from 0 (off) to 10000000, or -1/default (kernel default)",
                 .summary = "writeback throttling latency target",
                 .parse = parse_wbt, .normalize = normalize_trim, .resolve = resolve_wbt,
+                /* block/blk-sysfs.c queue_wb_lat_show: EINVAL when WBT was never set up on
+                 * this queue (no CONFIG_BLK_WBT_MQ, or a bio-based queue). */
+                .unsupported_errno = EINVAL,
+                .unsupported_why = "writeback throttling is not available on this queue",
         },
         [KNOB_NOMERGES] = {
                 .id = KNOB_NOMERGES, .name = "nomerges", .section = "queue", .attr = "queue/nomerges",
@@ -382,6 +504,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "0 (merge), 1 (no extended merges) or 2 (no merges)",
                 .summary = "request merging",
                 .parse = parse_0_to_2, .normalize = normalize_trim, .resolve = resolve_same,
+                .on_every_mq_queue = true,
         },
         [KNOB_READ_AHEAD_KB] = {
                 .id = KNOB_READ_AHEAD_KB, .name = "read_ahead_kb", .section = "queue", .attr = "queue/read_ahead_kb",
@@ -389,6 +512,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "KiB from 0 to 1048576",
                 .summary = "page-cache read-ahead window",
                 .parse = parse_read_ahead, .normalize = normalize_trim, .resolve = resolve_read_ahead,
+                .on_every_mq_queue = true,
         },
         [KNOB_ADD_RANDOM] = {
                 .id = KNOB_ADD_RANDOM, .name = "add_random", .section = "queue", .attr = "queue/add_random",
@@ -442,6 +566,8 @@ const Knob knob_table[_KNOB_MAX] = {
 };
 
 const Knob *knob_by_name(const char *name) {
+        assert(name);
+
         for (size_t i = 0; i < _KNOB_MAX; i++)
                 if (streq(knob_table[i].name, name))
                         return &knob_table[i];
@@ -452,4 +578,11 @@ const Knob *knob_get(KnobId id) {
         if (id < 0 || id >= _KNOB_MAX)
                 return NULL;
         return &knob_table[id];
+}
+
+const Knob *knob_resolve_basis(void) {
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                if (knob_table[i].resolve_basis)
+                        return &knob_table[i];
+        return NULL;
 }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <string.h>
 
 #include "cpuset.h"
@@ -7,10 +8,15 @@
 
 uint32_t nvme_coalescing_to_cdw11(const NvmeCoalescing *c) {
         uint32_t thr = c->threshold ? c->threshold - 1 : 0, time = c->time_us / NVME_COALESCING_TIME_UNIT_US;
+
+        assert(c);
+
         return NVME_SET(thr, FEAT_IRQC_THR) | NVME_SET(time, FEAT_IRQC_TIME);
 }
 
 void nvme_coalescing_from_dw(uint32_t dw, NvmeCoalescing *ret) {
+        assert(ret);
+
         ret->threshold = NVME_GET(dw, FEAT_IRQC_THR) + 1;
         ret->time_us = NVME_GET(dw, FEAT_IRQC_TIME) * NVME_COALESCING_TIME_UNIT_US;
 }
@@ -20,6 +26,9 @@ int nvme_coalescing_parse(const char *s, NvmeCoalescing *ret) {
         bool seen_thr = false, seen_time = false;
         _cleanup_free_ char *copy = NULL;
         char *save = NULL;
+
+        assert(s);
+        assert(ret);
 
         if (streq(s, "off")) {
                 *ret = c;
@@ -57,6 +66,9 @@ int nvme_coalescing_parse(const char *s, NvmeCoalescing *ret) {
 }
 
 int nvme_coalescing_format(const NvmeCoalescing *c, char **ret) {
+        assert(c);
+        assert(ret);
+
         if (nvme_coalescing_to_cdw11(c) == 0)
                 return (*ret = strdup("off")) ? 0 : -ENOMEM;
         return asprintf_safe(ret, "threshold=%u,time_us=%u", c->threshold, c->time_us);
@@ -70,54 +82,12 @@ bool nvme_apst_from_dw(uint32_t dw) {
         return NVME_GET(dw, FEAT_APST_APSTE);
 }
 
-void nvme_num_queues_from_dw(uint32_t dw, unsigned *ret_sq, unsigned *ret_cq) {
-        *ret_sq = NVME_FEAT_NRQS_NSQR(dw) + 1;
-        *ret_cq = NVME_FEAT_NRQS_NCQR(dw) + 1;
-}
-
-void nvme_feature_get_args(struct nvme_get_features_args *a, int fd, uint8_t fid, uint32_t *result, void *data,
-                           uint32_t data_len) {
-        *a = (struct nvme_get_features_args) {
-                .args_size = sizeof(*a),
-                .fd = fd,
-                .timeout = NVME_DEFAULT_IOCTL_TIMEOUT,
-                .nsid = 0,
-                .sel = NVME_GET_FEATURES_SEL_CURRENT,
-                .cdw11 = 0,
-                .uuidx = NVME_UUID_NONE,
-                .fid = fid,
-                .data = data,
-                .data_len = data_len,
-                .result = result,
-        };
-}
-
-void nvme_feature_caps_args(struct nvme_get_features_args *a, int fd, uint8_t fid, uint32_t *result) {
-        nvme_feature_get_args(a, fd, fid, result, NULL, 0);
-        a->sel = NVME_GET_FEATURES_SEL_SUPPORTED;
-}
-
-void nvme_feature_set_args(struct nvme_set_features_args *a, int fd, uint8_t fid, uint32_t cdw11, uint32_t *result,
-                           void *data, uint32_t data_len) {
-        *a = (struct nvme_set_features_args) {
-                .args_size = sizeof(*a),
-                .fd = fd,
-                .timeout = NVME_DEFAULT_IOCTL_TIMEOUT,
-                .nsid = 0,
-                .cdw11 = cdw11,
-                .save = false, /* SV=0: a controller reset brings back the default, and we re-assert */
-                .uuidx = NVME_UUID_NONE,
-                .fid = fid,
-                .data = data,
-                .data_len = data_len,
-                .result = result,
-        };
-}
-
 int nvme_queue_map_from_queues(const HwQueue *q, size_t n, bool io_poll, NvmeQueueMap *ret) {
         CpuSet all = {}, seen = {};
         unsigned sizes[4] = {}, maps = 0, in_map = 0;
         int r = 0;
+
+        assert(ret);
 
         *ret = (NvmeQueueMap) {};
         for (size_t i = 0; i < n; i++) {
@@ -173,5 +143,13 @@ out:
 }
 
 unsigned nvme_queue_map_write_queues(const NvmeQueueMap *m) {
+        assert(m);
+
         return m->n_read ? m->n_default : 0;
+}
+
+unsigned nvme_queue_map_poll_queues(const NvmeQueueMap *m) {
+        assert(m);
+
+        return m->n_poll;
 }

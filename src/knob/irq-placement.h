@@ -3,12 +3,10 @@
 
 #include <stdbool.h>
 
-#include "cpuset.h"
-#include "device.h"
 #include "diag.h"
-#include "irq.h"
-#include "topology.h"
 
+/* The profile's irq: section, as configuration reads it: where interrupt vectors
+ * go. irq-place.h (plan) turns a policy into CPUs per vector. */
 typedef enum IrqPlacement {
         IRQ_PLACEMENT_UNSET,
         IRQ_PLACEMENT_LEAVE,        /* do not touch */
@@ -31,10 +29,3 @@ typedef struct IrqPolicy {
 
 void irq_policy_done(IrqPolicy *p);
 int irq_policy_copy(IrqPolicy *dst, const IrqPolicy *src);
-
-/* Desired CPUs for each of n vectors. Isolated and nohz_full CPUs are never
- * chosen unless the policy names them explicitly (IRQ_PLACEMENT_CPUS). ret is an
- * array of n empty CpuSets, filled on success. -EINVAL if an explicit list has
- * no online CPU. */
-int irq_place(const Topology *t, int numa_node, const IrqPolicy *p, const IrqVector *v, size_t n,
-              const HwQueue *queues, size_t n_queues, CpuSet *ret);

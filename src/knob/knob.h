@@ -3,6 +3,8 @@
 
 #include <stdbool.h>
 
+struct NvmeQueueMap;
+
 /* Every tunable is one row in the knob table (knob.c). The table order is the write
  * order: the NVMe queue-map rows come first, because the controller rebind they
  * may lead to resets every queue attribute; then the scheduler, because switching
@@ -27,6 +29,9 @@ typedef enum KnobId {
         _KNOB_MAX,
         _KNOB_INVALID = -1,
 } KnobId;
+
+/* A set of knobs, as a bit per KnobId. */
+#define KNOB_MASK(id) (1u << (id))
 
 /* What the resolver may know about the queue it resolves a value for. */
 typedef struct KnobFacts {
@@ -63,9 +68,33 @@ typedef struct Knob {
         /* Canonical desired value -> the value the kernel will read back once written
          * (it clamps and rounds), plus an optional note saying why they differ. */
         int (*resolve)(const char *canonical, const KnobFacts *f, char **ret, char **ret_note);
+
+        /* What the row does to others, and what the kernel's answers mean for it. Read by
+         * reconcile.c for every row alike; zero/NULL: nothing special. */
+        /* Later rows are resolved against this row's value (KnobFacts.scheduler_after):
+         * the value it will have once written, or, where it is not planned, the one the
+         * queue has now. */
+        bool resolve_basis;
+        unsigned resets;               /* KNOB_MASK()s of the rows the kernel resets when this one changes */
+        int unsupported_errno;         /* a read failing with this errno: the queue lacks the feature, */
+        const char *unsupported_why;   /* as this says */
+        /* A write the kernel refused with -error: what that means, in words; NULL (or a
+         * NULL return): the generic "writing '...' failed". */
+        char *(*refusal)(const char *value, int error);
+        const char *limit_name;        /* what resolve() lacks when it cannot resolve (-ENODATA);
+                                        * NULL: "hardware limit" */
+        /* Every blk-mq queue has the attribute: on a disk with mq/, "unsupported" (it
+         * could not be read) means the queue is going away. */
+        bool on_every_mq_queue;
+        /* Module rows: the queues of the kind the parameter counts ("poll", "write"),
+         * and how many of them the controller's queue maps show. */
+        const char *word;
+        unsigned (*from_queue_map)(const struct NvmeQueueMap *m);
 } Knob;
 
 extern const Knob knob_table[_KNOB_MAX];
 
 const Knob *knob_by_name(const char *name);
 const Knob *knob_get(KnobId id);
+/* The row with resolve_basis set, or NULL. */
+const Knob *knob_resolve_basis(void);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -6,12 +7,18 @@
 #include "util.h"
 
 void mark_done(Mark *m) {
+        assert(m);
+
         free(m->file);
         m->file = NULL;
 }
 
 int mark_copy(Mark *dst, const Mark *src) {
         Mark c = *src;
+
+        assert(dst);
+        assert(src);
+
         c.file = strdup_or_null(src->file);
         if (src->file && !c.file)
                 return -ENOMEM;
@@ -21,6 +28,8 @@ int mark_copy(Mark *dst, const Mark *src) {
 }
 
 void diag_done(Diag *d) {
+        assert(d);
+
         for (size_t i = 0; i < d->n; i++) {
                 mark_done(&d->items[i].mark);
                 free(d->items[i].message);
@@ -34,6 +43,9 @@ void diag_done(Diag *d) {
 static int diag_addv(Diag *d, const Mark *m, const char *file, const char *fmt, va_list ap) {
         Diagnostic *n;
         Diagnostic x = {};
+
+        assert(d);
+        assert(fmt);
 
         if (d->n > DIAG_MAX) {
                 d->n_dropped++;
@@ -69,6 +81,10 @@ oom:
 int diag_add(Diag *d, const Mark *m, const char *fmt, ...) {
         va_list ap;
         int r;
+
+        assert(d);
+        assert(fmt);
+
         va_start(ap, fmt);
         r = diag_addv(d, m, NULL, fmt, ap);
         va_end(ap);
@@ -78,6 +94,10 @@ int diag_add(Diag *d, const Mark *m, const char *fmt, ...) {
 int diag_add_file(Diag *d, const char *file, const char *fmt, ...) {
         va_list ap;
         int r;
+
+        assert(d);
+        assert(fmt);
+
         va_start(ap, fmt);
         r = diag_addv(d, NULL, file, fmt, ap);
         va_end(ap);
@@ -85,6 +105,9 @@ int diag_add_file(Diag *d, const char *file, const char *fmt, ...) {
 }
 
 void diag_print(const Diag *d, FILE *f) {
+        assert(d);
+        assert(f);
+
         for (size_t i = 0; i < d->n; i++) {
                 const Diagnostic *x = &d->items[i];
                 if (x->mark.file && x->mark.line)

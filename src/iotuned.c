@@ -42,8 +42,7 @@ int main(int argc, char *argv[]) {
         int c, r;
 
         log_set_program_name("iotuned");
-        if (getenv("JOURNAL_STREAM") || getenv("INVOCATION_ID"))
-                log_set_target(LOG_TARGET_JOURNAL);
+        log_set_target(log_target_from_environment());
 
         while ((c = getopt_long(argc, argv, "hv", options, NULL)) >= 0)
                 switch (c) {

@@ -18,6 +18,8 @@ static void explain_nvme(const Device *d) {
         const NvmeCtrl *n = d->nvme;
         NvmeQueueMap m;
 
+        assert(d);
+
         printf("  controller:  %s (%s%s%s, %s), NUMA node %d\n", esc(n->name), esc(n->transport ?: "?"),
                n->address ? " " : "", esc(n->address ?: ""), esc(n->state ?: "?"), n->numa_node);
         if (n->identified) {

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <json-c/json.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,12 +13,17 @@
 #include "util.h"
 
 void output_json_print(json_object *j) {
+        assert(j);
+
         puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                        JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 /* "scheduler", or "irq 26 nvme0q1" for a vector. */
 const char *output_setting_label(const Setting *s, char *buf, size_t size) {
+        assert(s);
+        assert(buf);
+
         if (!s->object)
                 return s->knob->name;
         str_escape_buf(s->object, buf, size);
@@ -25,6 +31,9 @@ const char *output_setting_label(const Setting *s, char *buf, size_t size) {
 }
 
 static bool one_of(const char *s, const char *const *list) {
+        assert(s);
+        assert(list);
+
         for (; *list; list++)
                 if (streq(s, *list))
                         return true;
@@ -55,6 +64,8 @@ bool output_color(void) {
 }
 
 static const char *state_color(const char *state) {
+        assert(state);
+
         if (ONE_OF(state, "ok"))
                 return "\x1b[0;32m"; /* green */
         if (ONE_OF(state, "changed", "would-change"))
@@ -69,6 +80,9 @@ static const char *state_color(const char *state) {
 const char *output_state_cell(const char *state, int width, char *buf, size_t size) {
         const char *color = output_color() ? state_color(state) : NULL;
         int pad = MAX(width - (int) strlen(state), 0);
+
+        assert(state);
+        assert(buf);
 
         if (color)
                 snprintf(buf, size, "%s%s\x1b[0m%*s", color, state, pad, "");
@@ -99,6 +113,8 @@ void output_row(const char *fmt, ...) {
 }
 
 static const char *state_label(const Setting *s, bool dry_run) {
+        assert(s);
+
         if (dry_run && s->state == STATE_CHANGED)
                 return "would-change";
         return setting_state_to_string(s->state);
@@ -109,6 +125,8 @@ static const char *state_label(const Setting *s, bool dry_run) {
 void output_plan_table(const Plan *p, bool dry_run, bool show_ok) {
         int wd = 6, wk = 4, wc = 7, wx = 7, ws = 5, wp = 7;
         bool any = false;
+
+        assert(p);
 
         for (size_t i = 0; i < p->n; i++) {
                 const DevicePlan *dp = p->devices[i];
@@ -166,6 +184,9 @@ void output_plan_table(const Plan *p, bool dry_run, bool show_ok) {
 void output_plan_summary(const Plan *p, const char *command, bool dry_run) {
         unsigned counts[_STATE_MAX];
         bool first = true;
+
+        assert(p);
+        assert(command);
 
         plan_count_states(p, counts);
         printf("\n%s: %zu device%s", command, p->n, p->n == 1 ? "" : "s");

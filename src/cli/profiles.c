@@ -12,6 +12,10 @@
 
 static void print_profile_json(json_object *arr, const Profile *p, bool with_knobs) {
         json_object *o = json_object_new_object();
+
+        assert(arr);
+        assert(p);
+
         json_object_object_add(o, "name", json_object_new_string(p->name));
         json_object_object_add(o, "description", p->description ? json_object_new_string(p->description) : NULL);
         json_object_object_add(o, "extends", p->extends ? json_object_new_string(p->extends) : NULL);

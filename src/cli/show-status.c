@@ -20,6 +20,9 @@
 /* One line per NVMe controller behind the tuned disks: identity, queue maps, APST. */
 static void status_nvme_controllers(const Status *st) {
         _cleanup_strv_free_ char **seen = NULL;
+
+        assert(st);
+
         for (size_t i = 0; i < st->n_devices; i++) {
                 const StatusNvme *n = st->devices[i].nvme;
                 if (!n || !n->controller || strv_contains(seen, n->controller) || strv_extend(&seen, n->controller) < 0)

@@ -18,6 +18,9 @@ static void note_irqbalance(Cli *c, const Plan *plan) {
         IrqBalance b = {};
         bool pinned = false;
 
+        assert(c);
+        assert(plan);
+
         for (size_t i = 0; i < plan->n && !pinned; i++)
                 for (size_t k = 0; k < plan->devices[i]->n_settings && !pinned; k++)
                         pinned = plan->devices[i]->keep_irqbalance_away && plan->devices[i]->settings[k].irq >= 0 &&
@@ -35,6 +38,9 @@ static int run_pipeline(Cli *c, char **devices, ReconcileMode mode, const char *
         const char *bad = NULL;
         Plan plan = {};
         int r, ex = EXIT_OK;
+
+        assert(c);
+        assert(command);
 
         r = cli_load_config(c, &cfg, NULL);
         if (r < 0)

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,16 +37,19 @@ const char *event_message_id(EventKind k) {
         return message_ids[k];
 }
 
-/* Journal when running under systemd, stderr otherwise (a developer's terminal).
+/* Where log.c logs (log_target_from_environment()): the journal under systemd,
+ * stderr otherwise (a developer's terminal).
  * Fields are passed as "KEY=value" strings; NULL values are skipped. */
 static void emit(EventKind k, int priority, const char *message, const char *const *fields, size_t n_fields) {
         struct iovec iov[24];
         char *bufs[24];
         size_t n = 0;
 
+        assert(message);
+
         if (priority > log_get_max_level() && !event_sink)
                 return;
-        if (!event_sink && !getenv("JOURNAL_STREAM") && !getenv("INVOCATION_ID")) {
+        if (!event_sink && log_get_target() != LOG_TARGET_JOURNAL) {
                 fprintf(stderr, "iotuned: %s\n", message);
                 return;
         }
@@ -75,6 +79,9 @@ static void emit(EventKind k, int priority, const char *message, const char *con
 
 static char *field(const char *key, const char *value) {
         char *f = NULL;
+
+        assert(key);
+
         if (value)
                 (void) asprintf_safe(&f, "%s=%s", key, value);
         return f;
@@ -90,6 +97,10 @@ static void free_fields(char **f, size_t n) {
 static void emit_device_extra(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *msg,
                               char *extra[static 4]) {
         char *f[14] = {};
+
+        assert(p);
+        assert(msg);
+        assert(extra);
 
         f[0] = field("DEVICE", p->device->name);
         f[1] = field("PROFILE", p->profile);
@@ -111,12 +122,19 @@ static void emit_device_extra(EventKind k, int priority, const DevicePlan *p, co
 
 static void emit_device(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *msg) {
         char *none[4] = {};
+
+        assert(p);
+        assert(msg);
+
         emit_device_extra(k, priority, p, s, msg, none);
 }
 
 void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         va_list ap;
+
+        assert(p);
+        assert(s);
 
         va_start(ap, fmt);
         if (vasprintf(&msg, fmt, ap) < 0)
@@ -130,6 +148,8 @@ void event_device(EventKind k, int priority, const DevicePlan *p, const char *fm
         _cleanup_free_ char *msg = NULL;
         va_list ap;
 
+        assert(p);
+
         va_start(ap, fmt);
         if (vasprintf(&msg, fmt, ap) < 0)
                 msg = NULL;
@@ -141,6 +161,8 @@ void event_device(EventKind k, int priority, const DevicePlan *p, const char *fm
 void event_config_error(const Diagnostic *d, bool on_reload) {
         _cleanup_free_ char *msg = NULL;
         char *f[3] = {};
+
+        assert(d);
 
         if (d->mark.file && d->mark.line)
                 (void) asprintf_safe(&msg, "%s:%u:%u: %s%s", d->mark.file, d->mark.line, d->mark.column, d->message,
@@ -165,6 +187,10 @@ void event_irqbalance_bans_left(int priority, bool queued, int pid, const char *
         const char *them = n == 1 ? "it" : "them";
         char *f[6] = {};
         size_t len = 0;
+
+        assert(socket_path);
+        assert(cause);
+        assert(record);
 
         /* "40 41 57": at most IRQBALANCE_BANS_MAX numbers of up to 8 digits. */
         list = malloc(n * 9 + 1);
@@ -204,6 +230,9 @@ void event_rebound(const DevicePlan *p, const char *controller) {
         _cleanup_free_ char *msg = NULL;
         char *extra[4] = {};
 
+        assert(p);
+        assert(controller);
+
         if (asprintf_safe(&msg,
                           "%s: controller %s was unbound and bound again for new queue counts; its disks come back "
                           "as new devices",
@@ -217,6 +246,8 @@ void event_log_tuned(const DevicePlan *p) {
         unsigned counts[_STATE_MAX] = {};
         _cleanup_free_ char *msg = NULL;
         char *extra[4] = {};
+
+        assert(p);
 
         if (p->excluded) {
                 event_device(EVENT_EXCLUDED, LOG_INFO, p, "%s: excluded by rule %s, left alone", p->device->name,

@@ -7,10 +7,18 @@
 #include "config.h"
 #include "irqbalance.h"
 #include "plan.h"
+#include "tuner.h"
 
 /* The daemon: one Manager owns the event loop, the udev monitor, the drift timer,
- * the signal sources, the configuration in force and the plan of every tuned
- * disk. Every change to the machine still goes through reconcile(). */
+ * the signal sources, the configuration in force, the plan of every tuned disk
+ * and their drift history. The pipeline is its Tuner's, as for iotunectl: every
+ * change to the machine still goes through reconcile().
+ *
+ * Its files, each one job: manager.c (set-up, signals, start, stop), tuning.c
+ * (a disk's plan from hotplug to removal), drift.c (the drift check and its
+ * timer; backoff.c the schedule), hotplug.c (the udev monitor and its batches),
+ * reload.c (configuration), bans.c (the irqbalance ban policy; irqset.c its set
+ * arithmetic), publish.c (status.json, metrics, STATUS=). */
 typedef struct Manager {
         sd_event *event;
         sd_event_source *sigterm_source, *sigint_source, *sighup_source;
@@ -18,23 +26,14 @@ typedef struct Manager {
         sd_event_source *batch_source;   /* defer: handles the queued udev events */
         sd_event_source *drift_source;
 
-        struct udev *udev;
+        Tuner tuner;                     /* root, paths, udev, topology, IRQs, rebound controllers */
         struct udev_monitor *monitor;
         char **pending;                  /* queued "ACTION SYSPATH" from udev, oldest first */
 
-        ConfigPaths paths;
         Config *config;
         Plan plan;                       /* one DevicePlan per tuned (or excluded) disk */
 
-        Topology topology;
-        IrqTable irqs;                   /* /proc/interrupts, re-read before each planning */
-        PlanContext ctx;
-
-        char *root;                      /* "" or a test root */
-        char *originals_dir;
-        char *status_path;
-        char *modprobe_dropin;           /* NVME_MODPROBE_DROPIN under root */
-        char **rebound;                  /* PCI addresses of controllers rebound once already */
+        char *status_path;               /* resolved inside the root, as the Tuner's paths */
         char **unrecorded;               /* disks not tuned: their originals could not be recorded */
         /* Hot-added disks whose first tuning failed in a way a removal in progress
          * explains: reported by a drift check once PENDING_REPORT_USEC old, unless

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,11 @@ int metrics_format(const Config *c, const Plan *p, const MetricsCounters *m, cha
         size_t size = 0;
         unsigned counts[_STATE_MAX], excluded = 0, failed_devices = 0;
         FILE *f = open_memstream(&buf, &size);
+
+        assert(c);
+        assert(p);
+        assert(m);
+        assert(ret);
 
         if (!f)
                 return -ENOMEM;
@@ -76,6 +82,8 @@ int metrics_check_dir(const char *path, uid_t owner, char **ret_reason) {
         struct stat st;
         char *slash;
 
+        assert(path);
+
         dir = strdup(path);
         if (!dir)
                 return -ENOMEM;
@@ -112,6 +120,11 @@ int metrics_check_dir(const char *path, uid_t owner, char **ret_reason) {
 int metrics_write(const char *path, const Config *c, const Plan *p, const MetricsCounters *m, char **ret_reason) {
         _cleanup_free_ char *text = NULL;
         int r;
+
+        assert(path);
+        assert(c);
+        assert(p);
+        assert(m);
 
         r = metrics_check_dir(path, 0, ret_reason);
         if (r < 0)

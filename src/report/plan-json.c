@@ -40,6 +40,8 @@ static json_object *nvme_json(const Device *d) {
         json_object *o = json_object_new_object(), *maps = NULL;
         NvmeQueueMap m;
 
+        assert(d);
+
         json_object_object_add(o, "controller", json_object_new_string(c->name));
         json_object_object_add(o, "transport", str_or_null(c->transport));
         json_object_object_add(o, "address", str_or_null(c->address));
@@ -70,6 +72,9 @@ static json_object *nvme_json(const Device *d) {
 
 static json_object *device_facts_json(const Device *d) {
         json_object *o = json_object_new_object(), *q = json_object_new_array();
+
+        assert(d);
+
         json_object_object_add(o, "syspath", json_object_new_string(d->syspath));
         json_object_object_add(o, "devnode", str_or_null(d->devnode));
         json_object_object_add(o, "transport", json_object_new_string(d->transport));
@@ -176,6 +181,9 @@ int report_add_plan(json_object *o, const Plan *p, bool dry_run) {
 
 json_object *report_plan_document(const char *command, const Plan *p, bool dry_run) {
         json_object *j = report_document_new(command);
+
+        assert(command);
+        assert(p);
 
         if (j && report_add_plan(j, p, dry_run) < 0) {
                 json_object_put(j);

@@ -10,6 +10,8 @@
 #include "util.h"
 
 static bool only_space(const char *s) {
+        assert(s);
+
         return s[strspn(s, " \t\r\n")] == 0;
 }
 
@@ -27,6 +29,10 @@ static int fail(Parser *p, const char *path, const char *fmt, ...) {
         va_list ap;
         int r;
 
+        assert(p);
+        assert(path);
+        assert(fmt);
+
         va_start(ap, fmt);
         r = vasprintf(&what, fmt, ap);
         va_end(ap);
@@ -40,12 +46,19 @@ static int fail(Parser *p, const char *path, const char *fmt, ...) {
 /* "parent.key", or "key" at the top. */
 static char *member_path(const char *parent, const char *key) {
         char *s = NULL;
+
+        assert(parent);
+        assert(key);
+
         (void) asprintf_safe(&s, "%s%s%s", parent, isempty(parent) ? "" : ".", key);
         return s;
 }
 
 static char *index_path(const char *parent, size_t i) {
         char *s = NULL;
+
+        assert(parent);
+
         (void) asprintf_safe(&s, "%s[%zu]", parent, i);
         return s;
 }
@@ -73,6 +86,11 @@ static int get_typed(Parser *p, json_object *o, const char *path, const char *ke
         _cleanup_free_ char *mp = member_path(path, key);
         json_object *v = NULL;
 
+        assert(p);
+        assert(path);
+        assert(key);
+        assert(ret);
+
         if (!mp)
                 return p->oom = true, -ENOMEM;
         *ret = NULL;
@@ -89,6 +107,12 @@ static int get_typed(Parser *p, json_object *o, const char *path, const char *ke
 static int get_string(Parser *p, json_object *o, const char *path, const char *key, Want want, const char **ret) {
         json_object *v;
         int r = get_typed(p, o, path, key, json_type_string, want, &v);
+
+        assert(p);
+        assert(path);
+        assert(key);
+        assert(ret);
+
         if (r < 0)
                 return r;
         *ret = v ? json_object_get_string(v) : NULL;
@@ -100,6 +124,12 @@ static int get_uint(Parser *p, json_object *o, const char *path, const char *key
         json_object *v;
         int64_t i;
         int r = get_typed(p, o, path, key, json_type_int, want, &v);
+
+        assert(p);
+        assert(path);
+        assert(key);
+        assert(ret);
+
         if (r < 0)
                 return r;
         if (!v)
@@ -117,6 +147,12 @@ static int get_uint(Parser *p, json_object *o, const char *path, const char *key
 static int get_bool(Parser *p, json_object *o, const char *path, const char *key, Want want, int *ret) {
         json_object *v;
         int r = get_typed(p, o, path, key, json_type_boolean, want, &v);
+
+        assert(p);
+        assert(path);
+        assert(key);
+        assert(ret);
+
         if (r < 0)
                 return r;
         *ret = v ? json_object_get_boolean(v) : -1;
@@ -126,6 +162,10 @@ static int get_bool(Parser *p, json_object *o, const char *path, const char *key
 static int parse_nvme(Parser *p, json_object *n, const char *path, StatusNvme *ret) {
         json_object *maps;
         int r;
+
+        assert(p);
+        assert(path);
+        assert(ret);
 
         if ((r = get_string(p, n, path, "controller", WANT_OPTIONAL | WANT_NULLABLE, &ret->controller)) < 0 ||
             (r = get_string(p, n, path, "address", WANT_OPTIONAL | WANT_NULLABLE, &ret->address)) < 0 ||
@@ -152,6 +192,12 @@ static int parse_nvme(Parser *p, json_object *n, const char *path, StatusNvme *r
 static int get_state(Parser *p, json_object *o, const char *path, const char *key, SettingState *ret) {
         const char *name;
         int r = get_string(p, o, path, key, WANT_REQUIRED, &name);
+
+        assert(p);
+        assert(path);
+        assert(key);
+        assert(ret);
+
         if (r < 0)
                 return r;
         for (SettingState s = 0; s < _STATE_MAX; s++)
@@ -165,6 +211,8 @@ static int get_state(Parser *p, json_object *o, const char *path, const char *ke
 
 static int parse_setting(Parser *p, json_object *e, const char *path, StatusSetting *ret) {
         int r;
+
+        assert(path);
 
         assert(p);
         assert(ret);
@@ -185,6 +233,10 @@ static int parse_setting(Parser *p, json_object *e, const char *path, StatusSett
 static int parse_device(Parser *p, json_object *d, const char *path, StatusDevice *ret) {
         json_object *settings, *facts, *nvme = NULL;
         int excluded = -1, r;
+
+        assert(p);
+        assert(path);
+        assert(ret);
 
         if (!json_object_is_type(d, json_type_object))
                 return fail(p, path, "expected an object");
@@ -235,6 +287,8 @@ static int parse_device(Parser *p, json_object *d, const char *path, StatusDevic
 }
 
 void status_done(Status *s) {
+        assert(s);
+
         for (size_t i = 0; i < s->n_devices; i++) {
                 free(s->devices[i].settings);
                 free(s->devices[i].nvme);
@@ -247,6 +301,10 @@ void status_done(Status *s) {
 int status_parse(const char *text, Status *ret, char **ret_error) {
         Parser p = {};
         Status s = {};
+
+        assert(text);
+        assert(ret);
+
         json_tokener *tok;
         json_object *daemon, *devs, *ib, *pid;
         int r;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-journal.h>
 
@@ -14,6 +15,14 @@ static const char *log_program = "iotuned";
 
 void log_set_target(LogTarget t) {
         log_target = t;
+}
+
+LogTarget log_get_target(void) {
+        return log_target;
+}
+
+LogTarget log_target_from_environment(void) {
+        return getenv("JOURNAL_STREAM") || getenv("INVOCATION_ID") ? LOG_TARGET_JOURNAL : LOG_TARGET_STDERR;
 }
 
 void log_set_max_level(int level) {

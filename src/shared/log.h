@@ -15,6 +15,11 @@ typedef enum LogTarget {
 } LogTarget;
 
 void log_set_target(LogTarget t);
+LogTarget log_get_target(void);
+/* The one decision: the journal when started by systemd (it sets JOURNAL_STREAM
+ * for a unit's stdout/stderr and INVOCATION_ID for every unit), stderr otherwise.
+ * The daemon's main() sets it; its structured events (events.c) follow it. */
+LogTarget log_target_from_environment(void);
 void log_set_max_level(int level);
 int log_get_max_level(void);
 void log_set_program_name(const char *name);

@@ -79,6 +79,20 @@ int tuner_load_config(const Tuner *t, Config **ret, Diag *ret_diag) {
         return config_load(&t->paths, ret, ret_diag);
 }
 
+int tuner_reload_topology(Tuner *t) {
+        Topology topology = {};
+        int r;
+
+        assert(t);
+
+        r = topology_load(&topology);
+        if (r < 0)
+                return r;
+        topology_done(&t->topology);
+        t->topology = topology;
+        return 0;
+}
+
 void tuner_refresh_irqs(Tuner *t) {
         _cleanup_free_ char *text = NULL;
         IrqTable irqs = {};
@@ -104,6 +118,17 @@ void tuner_refresh_irqs(Tuner *t) {
         t->irqs = irqs;
 }
 
+DiscoveryFilter tuner_discovery_filter(const Config *c) {
+        assert(c);
+
+        return (DiscoveryFilter) {
+                .loop = c->discover[DISCOVERY_LOOP],
+                .dm = c->discover[DISCOVERY_DM],
+                .md = c->discover[DISCOVERY_MD],
+                .zram = c->discover[DISCOVERY_ZRAM],
+        };
+}
+
 int tuner_enumerate(Tuner *t, const Config *c, DeviceList *ret) {
         DiscoveryFilter f;
 
@@ -111,12 +136,7 @@ int tuner_enumerate(Tuner *t, const Config *c, DeviceList *ret) {
         assert(c);
         assert(ret);
 
-        f = (DiscoveryFilter) {
-                .loop = c->discover[DISCOVERY_LOOP],
-                .dm = c->discover[DISCOVERY_DM],
-                .md = c->discover[DISCOVERY_MD],
-                .zram = c->discover[DISCOVERY_ZRAM],
-        };
+        f = tuner_discovery_filter(c);
         return device_enumerate(t->udev, &f, ret);
 }
 
@@ -283,6 +303,11 @@ static int run_pass(Tuner *t, const Config *c, char *const *names, ReconcileMode
         Plan p = {};
         int r;
 
+        assert(t);
+        assert(c);
+        assert(ret);
+        assert(ret_bad);
+
         if (strv_length(names) == 0)
                 r = tuner_enumerate(t, c, &devices);
         else
@@ -327,6 +352,11 @@ static int rebind_outcomes(const Plan *p, RebindOutcome **ret, size_t *ret_n, bo
         RebindOutcome *l = NULL;
         size_t n = 0;
 
+        assert(p);
+        assert(ret);
+        assert(ret_n);
+        assert(ret_any);
+
         *ret_any = false;
         for (size_t i = 0; i < p->n; i++) {
                 const DevicePlan *dp = p->devices[i];
@@ -366,6 +396,8 @@ oom:
 
 /* Second pass: a row of a rebound controller shows what the rebind did. */
 static void apply_rebind_outcomes(Plan *plan, RebindOutcome *out, size_t n) {
+        assert(plan);
+
         for (size_t i = 0; i < plan->n; i++) {
                 const NvmeCtrl *ctl = plan->devices[i]->device->nvme;
                 for (size_t k = 0; ctl && k < plan->devices[i]->n_settings; k++) {
@@ -392,6 +424,8 @@ static void wait_for_udev(Tuner *t, uint64_t timeout_usec) {
         struct udev_queue *q = udev_queue_new(t->udev);
         struct timespec start, now;
         int fd;
+
+        assert(t);
 
         if (!q)
                 return;
@@ -480,4 +514,20 @@ int tuner_restore(Tuner *t, char *const *names, Plan *ret, char ***ret_gone) {
 
         return restore_originals(t->udev, t->originals_dir, t->root,
                                  strv_length(names) ? names : NULL, ret, ret_gone);
+}
+
+int tuner_restore_knobs(Tuner *t, const char *name, const bool knobs[_KNOB_MAX], const int *irqs, size_t n_irqs,
+                        DevicePlan **ret) {
+        Device *d = NULL;
+        int r;
+
+        assert(t);
+        assert(name);
+        assert(knobs);
+        assert(ret);
+
+        r = device_lookup(t->udev, name, &d);
+        if (r < 0)
+                return r;
+        return restore_knobs(t->originals_dir, t->root, d, knobs, irqs, n_irqs, ret);
 }

@@ -51,10 +51,16 @@ int tuner_resolve(const Tuner *t, const char *path, char **ret);
 /* config_load() on the Tuner's paths. */
 int tuner_load_config(const Tuner *t, Config **ret, Diag *ret_diag);
 
+/* Re-read the CPU topology (CPUs isolated or brought online since); on failure
+ * the previous one stays. */
+int tuner_reload_topology(Tuner *t);
+
 /* Re-read /proc/interrupts (vectors come and go with devices); on failure the
  * previous names stay. */
 void tuner_refresh_irqs(Tuner *t);
 
+/* The configuration's choice of which kinds of disks to discover. */
+DiscoveryFilter tuner_discovery_filter(const Config *c);
 /* Every disk the configuration's discovery filter admits. */
 int tuner_enumerate(Tuner *t, const Config *c, DeviceList *ret);
 /* The named disks; on failure *ret_bad is the name that failed (device_lookup()'s
@@ -97,6 +103,12 @@ void tuner_forget_controller(Plan *p, const char *address);
  * On a lookup failure *ret_bad names the disk (see tuner_lookup()). */
 int tuner_run(Tuner *t, const Config *c, char *const *names, ReconcileMode mode, Plan *ret, char ***ret_lost,
               const char **ret_bad);
+
+/* Return only the knobs in `knobs` (true = restore) and the vectors in `irqs`
+ * of the disk `name` to their recorded originals: restore_knobs() on the Tuner's
+ * record, for knobs a new plan of the disk no longer sets. */
+int tuner_restore_knobs(Tuner *t, const char *name, const bool knobs[_KNOB_MAX], const int *irqs, size_t n_irqs,
+                        DevicePlan **ret);
 
 /* Return the named disks (all recorded when `names` is NULL or empty) to their
  * recorded originals: restore_originals() on the Tuner's record. */

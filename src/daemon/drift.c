@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The drift check: every reassert interval (with jitter) each kept plan is
+ * reconciled again; what was put back is drift, counted and backed off from by
+ * backoff.c, and a first tuning that waited to be reported is reported. */
+#include <assert.h>
+#include <sys/random.h>
+
+#include "events.h"
+#include "log.h"
+#include "manager-internal.h"
+#include "util.h"
+
+static void note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now) {
+        DriftVerdict v;
+        uint64_t hold;
+
+        assert(m);
+        assert(p);
+        assert(s);
+
+        v = backoff_note_drift(&s->rt, now, &hold);
+        m->drifts_corrected++;
+        event_setting(EVENT_DRIFT, LOG_NOTICE, p, s, "%s: %s drifted to %s (desired %s); put back", p->device->name,
+                      setting_label(s), s->previous ?: "?", s->effective);
+        if (v == DRIFT_CONFLICT_BEGINS) {
+                m->conflicts++;
+                event_setting(EVENT_CONFLICT, LOG_WARNING, p, s,
+                              "%s: %s keeps being changed back to %s (%u times in %llu s); not writing it for "
+                              "%llu s. Another tuning agent (TuneD, a udev rule, a boot script, irqbalance) "
+                              "is fighting iotuned: remove one of them, or exclude the device in iotuned.yaml",
+                              p->device->name, setting_label(s), s->previous ?: "?", CONFLICT_DRIFTS,
+                              (unsigned long long) (CONFLICT_WINDOW_USEC / USEC_PER_SEC),
+                              (unsigned long long) (hold / USEC_PER_SEC));
+        } else if (v == DRIFT_CONFLICT_HOLDS)
+                log_debug("%s %s: still in conflict, holding %llu s", p->device->name, setting_label(s),
+                          (unsigned long long) (hold / USEC_PER_SEC));
+}
+
+int manager_check_drift(Manager *m) {
+        int targets[_KNOB_MAX];
+        uint64_t now, checked;
+        bool changed = false;
+        int r;
+
+        assert(m);
+
+        /* The event's time for the accounting; the durations below are measured. */
+        now = manager_now(m, CLOCK_MONOTONIC);
+        checked = now_usec(CLOCK_MONOTONIC);
+        plan_module_targets(m->plan.devices, m->plan.n, targets);
+        for (size_t i = 0; i < m->plan.n; i++) {
+                DevicePlan *p = m->plan.devices[i];
+
+                ssize_t pi = manager_pending_index(m, p->device->name);
+                if (pi >= 0) {
+                        /* Its first tuning waits to be reported (or forgotten with the disk). */
+                        if (now - m->report_pending_since[pi] < PENDING_REPORT_USEC)
+                                continue;
+                        if (device_vanished(p->device)) {
+                                log_debug("%s was removed while it was being tuned; its remove event follows.",
+                                          p->device->name);
+                                continue;
+                        }
+                        manager_pending_drop(m, p->device->name);
+                        event_log_tuned(p);
+                        changed = true;
+                        continue; /* corrected, if needed, from the next check on */
+                }
+                if (device_vanished(p->device))
+                        continue; /* its remove event is on the way */
+                if (p->error && strv_contains(m->unrecorded, p->device->name)) {
+                        r = manager_retry_unrecorded(m, p, targets);
+                        if (r == -ENOMEM)
+                                return r;
+                        changed = changed || r > 0;
+                        continue;
+                }
+                if (p->excluded || p->error)
+                        continue;
+                for (size_t k = 0; k < p->n_settings; k++)
+                        p->settings[k].hold = backoff_held(&p->settings[k].rt, now);
+                r = tuner_reconcile_device(&m->tuner, p, RECONCILE_APPLY, targets, false);
+                if (r == -ENOMEM)
+                        return r;
+                for (size_t k = 0; k < p->n_settings; k++) {
+                        Setting *s = &p->settings[k];
+                        if (s->state == STATE_CHANGED) {
+                                s->rt.last_change_usec = manager_now(m, CLOCK_REALTIME);
+                                note_drift(m, p, s, now);
+                                changed = true;
+                        } else if (s->state == STATE_FAILED && s->rt.last_reported != STATE_FAILED) {
+                                event_setting(EVENT_FAILED, LOG_WARNING, p, s, "%s: %s: %s", p->device->name,
+                                              setting_label(s), s->note ?: "failed");
+                                changed = true;
+                        } else if (s->state != s->rt.last_reported)
+                                changed = true;
+                        s->rt.last_reported = s->state;
+                        s->hold = false;
+                }
+        }
+        uint64_t synced = now_usec(CLOCK_MONOTONIC);
+        manager_sync_irqbalance(m, false);
+        log_debug("Drift check: %llu ms reading and writing, %llu ms irqbalance.",
+                  (unsigned long long) ((synced - checked) / 1000),
+                  (unsigned long long) ((now_usec(CLOCK_MONOTONIC) - synced) / 1000));
+        if (changed || m->status_dirty ||
+            manager_now(m, CLOCK_REALTIME) - m->last_check_usec >= STATUS_REFRESH_USEC) {
+                m->status_dirty = false;
+                m->last_check_usec = manager_now(m, CLOCK_REALTIME);
+                manager_write_status(m);
+                manager_notify_status(m, NULL);
+        }
+        return 0;
+}
+
+int manager_arm_drift_timer(Manager *m);
+
+static int on_drift_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r = manager_check_drift(m);
+
+        assert(m);
+
+        if (r < 0)
+                log_error_errno(r, "Drift check failed: %m");
+        return manager_arm_drift_timer(m);
+}
+
+int manager_arm_drift_timer(Manager *m) {
+        uint64_t interval = m->config->reassert_usec, jitter = 0;
+        int r;
+
+        assert(m);
+
+        /* Up to 10% jitter so a fleet's nodes do not all read sysfs in lockstep. */
+        if (getrandom(&jitter, sizeof(jitter), GRND_NONBLOCK) != sizeof(jitter))
+                jitter = 0;
+        jitter %= interval / 10 + 1;
+
+        if (m->drift_source) {
+                r = sd_event_source_set_time_relative(m->drift_source, interval + jitter);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->drift_source, SD_EVENT_ONESHOT);
+                return r;
+        }
+        r = sd_event_add_time_relative(m->event, &m->drift_source, CLOCK_MONOTONIC, interval + jitter,
+                                       interval / 20, on_drift_timer, m);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_description(m->drift_source, "drift-check");
+}
+

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What the daemon's files share; see manager.h for which file does what. The
+ * calls run one way: manager.c -> reload.c, hotplug.c, drift.c -> tuning.c,
+ * bans.c, publish.c. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+
+#include "backoff.h"
+#include "manager.h"
+#include "util.h"
+
+/* The time of the event being handled (sd_event_now(): the loop's wake-up, the
+ * same for every disk of one batch or drift check); before the loop first runs,
+ * the current time. Durations measured within one handler use now_usec(). */
+static inline uint64_t manager_now(Manager *m, clockid_t clock) {
+        uint64_t usec;
+
+        if (sd_event_now(m->event, clock, &usec) < 0)
+                usec = now_usec(clock);
+        return usec;
+}
+
+/* status.json is rewritten on every change, and at least this often so that
+ * last_check_realtime_usec shows a monitor the daemon is alive. */
+#define STATUS_REFRESH_USEC (60ULL * USEC_PER_SEC)
+
+/* A hot-added disk whose first tuning failed the way a removal in progress
+ * explains is reported only once it is this old (tuning.c). */
+#define PENDING_REPORT_USEC (5ULL * USEC_PER_SEC)
+
+/* At stop, withdrawing the irqbalance bans is retried until this long after
+ * SIGTERM (bans.c). */
+#define IRQBALANCE_STOP_BUDGET_USEC (8 * USEC_PER_SEC)
+
+/* publish.c */
+void manager_write_status(Manager *m);
+void manager_notify_status(Manager *m, const char *extra);
+void manager_unpublish(Manager *m);
+
+/* bans.c */
+void manager_load_bans_record(Manager *m);
+void manager_sync_irqbalance(Manager *m, bool stopping);
+void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline);
+
+/* tuning.c */
+ssize_t manager_plan_index(const Manager *m, const char *name);
+int manager_tune_device(Manager *m, Device *d);
+int manager_tune_all(Manager *m);
+void manager_forget_device(Manager *m, const char *name);
+void manager_keep_runtime(const DevicePlan *old, DevicePlan *new);
+void manager_restore_dropped_knobs(Manager *m, const DevicePlan *old, const DevicePlan *new);
+void manager_stamp_changes(Manager *m, DevicePlan *p);
+int manager_retry_unrecorded(Manager *m, DevicePlan *p, const int *targets);
+ssize_t manager_pending_index(const Manager *m, const char *name);
+void manager_pending_drop(Manager *m, const char *name);
+bool device_vanished(const Device *d);
+
+/* drift.c */
+int manager_arm_drift_timer(Manager *m);
+
+/* hotplug.c */
+int manager_watch_udev(Manager *m);
+
+/* reload.c */
+int manager_load_config(Manager *m, bool reload, Config **ret);
+int manager_reload(Manager *m);

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A disk's plan in the daemon, from hotplug to removal: planned and applied
+ * through the Tuner, kept with its drift history, re-planned on "change" and
+ * reload (knobs no longer planned go back to their originals), forgotten on
+ * "remove". */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "events.h"
+#include "log.h"
+#include "manager-internal.h"
+#include "originals.h"
+#include "util.h"
+
+ssize_t manager_plan_index(const Manager *m, const char *name) {
+        assert(m);
+        assert(name);
+
+        for (size_t i = 0; i < m->plan.n; i++)
+                if (streq(m->plan.devices[i]->device->name, name))
+                        return (ssize_t) i;
+        return -1;
+}
+
+void manager_stamp_changes(Manager *m, DevicePlan *p) {
+        uint64_t now;
+
+        assert(m);
+        assert(p);
+
+        now = manager_now(m, CLOCK_REALTIME);
+        for (size_t k = 0; k < p->n_settings; k++)
+                if (p->settings[k].state == STATE_CHANGED)
+                        p->settings[k].rt.last_change_usec = now;
+}
+
+/* Carry drift history over to a new plan of the same disk, knob by knob. */
+void manager_keep_runtime(const DevicePlan *old, DevicePlan *new) {
+        assert(old);
+        assert(new);
+
+        for (size_t a = 0; a < old->n_settings; a++)
+                for (size_t b = 0; b < new->n_settings; b++)
+                        if (old->settings[a].knob == new->settings[b].knob &&
+                            old->settings[a].irq == new->settings[b].irq) {
+                                SettingRuntime keep = old->settings[a].rt;
+                                if (new->settings[b].rt.last_change_usec)
+                                        keep.last_change_usec = new->settings[b].rt.last_change_usec;
+                                keep.last_reported = new->settings[b].state;
+                                new->settings[b].rt = keep;
+                        }
+}
+
+/* Knobs a disk had in its old plan and does not have in the new one (NULL: it is
+ * not planned any more) go back to their originals; everything else is simply
+ * re-planned. */
+void manager_restore_dropped_knobs(Manager *m, const DevicePlan *old, const DevicePlan *new) {
+        bool drop[_KNOB_MAX] = {}, any = false;
+        _cleanup_free_ int *irqs = NULL;
+        size_t n_irqs = 0;
+        DevicePlan *rp = NULL;
+
+        assert(m);
+        assert(old);
+
+        irqs = calloc(old->n_settings ?: 1, sizeof(int));
+        if (!irqs)
+                return;
+        for (size_t k = 0; k < old->n_settings; k++) {
+                const Setting *s = &old->settings[k];
+                bool kept = false;
+                for (size_t j = 0; new && !new->excluded && !new->error && j < new->n_settings; j++)
+                        kept = kept || (new->settings[j].knob == s->knob && new->settings[j].irq == s->irq);
+                if (kept)
+                        continue;
+                any = true;
+                if (s->irq >= 0)
+                        irqs[n_irqs++] = s->irq;
+                else
+                        drop[s->knob->id] = true;
+        }
+        if (!any || tuner_restore_knobs(&m->tuner, old->device->name, drop, irqs, n_irqs, &rp) < 0)
+                return;
+        for (size_t k = 0; k < rp->n_settings; k++)
+                if (rp->settings[k].state == STATE_CHANGED)
+                        event_setting(EVENT_RESTORE, LOG_INFO, rp, &rp->settings[k],
+                                      "%s: %s%s%s no longer tuned by the new configuration; restored %s",
+                                      rp->device->name, setting_label(&rp->settings[k]), "", "",
+                                      rp->settings[k].observed);
+        device_plan_free(rp);
+}
+
+/* Remove every copy of `s` from the NULL-terminated list `l` (freeing them). */
+static void strv_drop(char **l, const char *s) {
+        size_t j = 0;
+        for (size_t i = 0; l && l[i]; i++) {
+                if (streq(l[i], s))
+                        free(l[i]);
+                else
+                        l[j++] = l[i];
+        }
+        if (l)
+                l[j] = NULL;
+}
+
+/* The disk is gone, or its queue directory is (block/genhd.c del_gendisk ->
+ * blk_unregister_queue removes it before the disk itself). */
+bool device_vanished(const Device *d) {
+        _cleanup_free_ char *q = NULL;
+
+        assert(d);
+
+        if (asprintf_safe(&q, "%s/queue", d->syspath) < 0)
+                return false;
+        return access(q, F_OK) < 0 && errno == ENOENT;
+}
+
+/* A disk removed while its "add" is being handled fails in ways that look like
+ * problems: on 6.1 its scheduler, nr_requests and read_ahead_kb fail (ENOENT,
+ * ENODEV, or a write that cannot be read back) for a second or more while the
+ * rest of its queue directory still reads fine, and its udev "remove" follows
+ * later still. Seen with null_blk unloaded during a burst (tests/vm faults).
+ * Such a first tuning of a hot-added disk is reported only once it is
+ * PENDING_REPORT_USEC old and the disk is still there; a "remove" before that
+ * forgets it silently, after its "removed" entry. */
+static bool failure_may_be_removal(const DevicePlan *p) {
+        assert(p);
+
+        for (size_t k = 0; k < p->n_settings; k++) {
+                const Setting *s = &p->settings[k];
+                if (s->state == STATE_FAILED)
+                        return true;
+                /* Attributes every blk-mq queue has: "unsupported" means unreadable. */
+                if (s->state == STATE_UNSUPPORTED && s->irq < 0 && p->device->has_mq && s->knob->on_every_mq_queue)
+                        return true;
+        }
+        return false;
+}
+
+ssize_t manager_pending_index(const Manager *m, const char *name) {
+        assert(m);
+        assert(name);
+
+        for (size_t i = 0; m->report_pending && m->report_pending[i]; i++)
+                if (streq(m->report_pending[i], name))
+                        return (ssize_t) i;
+        return -1;
+}
+
+void manager_pending_drop(Manager *m, const char *name) {
+        ssize_t i;
+        size_t n;
+
+        assert(m);
+        assert(name);
+
+        i = manager_pending_index(m, name);
+        if (i < 0)
+                return;
+        n = strv_length(m->report_pending);
+        free(m->report_pending[i]);
+        memmove(m->report_pending + i, m->report_pending + i + 1, (n - i) * sizeof(char *)); /* with the NULL */
+        memmove(m->report_pending_since + i, m->report_pending_since + i + 1, (n - i - 1) * sizeof(uint64_t));
+}
+
+static int pending_add(Manager *m, const char *name) {
+        size_t n = strv_length(m->report_pending);
+        uint64_t *since;
+
+        assert(m);
+        assert(name);
+
+        if (manager_pending_index(m, name) >= 0)
+                return 0;
+        since = realloc(m->report_pending_since, (n + 1) * sizeof(uint64_t));
+        if (!since)
+                return -ENOMEM;
+        m->report_pending_since = since;
+        if (strv_extend(&m->report_pending, name) < 0)
+                return -ENOMEM;
+        since[n] = manager_now(m, CLOCK_MONOTONIC);
+        return 0;
+}
+
+/* reconcile refused to write anything to the disk because its original values
+ * could not be recorded (a full or read-only /run): the plan carries the error
+ * for the journal and status.json, and the disk is remembered so that every
+ * drift check tries again (see manager_retry_unrecorded), without a restart. */
+static void set_unrecorded(Manager *m, DevicePlan *p, int r) {
+        assert(m);
+        assert(p);
+
+        free(p->error);
+        p->error = NULL;
+        (void) asprintf_safe(&p->error, "cannot record its original values in %s (%s); nothing was written, retrying at "
+                                        "every drift check",
+                             m->tuner.originals_dir, strerror(-r));
+        if (!strv_contains(m->unrecorded, p->device->name))
+                (void) strv_extend(&m->unrecorded, p->device->name);
+}
+
+/* Plan and apply one disk from scratch (start, hotplug, reload) and keep its plan.
+ * A re-plan of a known disk (udev "change") also restores knobs the new plan no
+ * longer sets, exactly as a reload does. 1 when the disk's controller was
+ * rebound (its disks come back as udev "add" events), 0, or -errno. */
+int manager_tune_device(Manager *m, Device *d) {
+        int targets[_KNOB_MAX];
+        DevicePlan *p = NULL, **n;
+        ssize_t idx;
+        int r;
+
+        assert(m);
+        assert(d);
+
+        r = tuner_plan_device(&m->tuner, m->config, d, &m->plan, &p, targets);
+        if (r < 0)
+                return r;
+        /* A rebind brings the disks back as new devices, which come through here again:
+         * once per controller and set of counts (the Tuner's rebound list), so one that
+         * comes back short is not rebound forever. */
+        r = tuner_reconcile_device(&m->tuner, p, RECONCILE_APPLY, targets, true);
+        if (p->rebound) {
+                event_log_tuned(p); /* the rebind's own row: changed, or failed with why */
+                event_rebound(p, p->device->nvme->name);
+                /* Every plan of that controller is stale now (its namespaces, its vectors):
+                 * drop them before a drift check can write to what replaced them. */
+                tuner_forget_controller(&m->plan, p->device->nvme->address);
+                device_plan_free(p);
+                return r == -ENOMEM ? r : 1;
+        }
+        if (r == -ENOMEM) {
+                device_plan_free(p);
+                return r;
+        }
+        if (r < 0 && !p->error)
+                set_unrecorded(m, p, r);
+        else if (r >= 0)
+                strv_drop(m->unrecorded, p->device->name);
+        manager_stamp_changes(m, p);
+        for (size_t k = 0; k < p->n_settings; k++)
+                p->settings[k].rt.last_reported = p->settings[k].state;
+        manager_pending_drop(m, p->device->name);
+        if (device_vanished(p->device))
+                log_debug("%s was removed while it was being tuned; its remove event follows.", p->device->name);
+        else if (m->in_batch && failure_may_be_removal(p) && pending_add(m, p->device->name) >= 0)
+                log_debug("%s: tuning failed in part; reporting it in %llu s unless the disk is removed meanwhile.",
+                          p->device->name, (unsigned long long) (PENDING_REPORT_USEC / USEC_PER_SEC));
+        else
+                event_log_tuned(p);
+
+        idx = manager_plan_index(m, p->device->name);
+        if (idx >= 0) {
+                manager_restore_dropped_knobs(m, m->plan.devices[idx], p);
+                manager_keep_runtime(m->plan.devices[idx], p);
+                device_plan_free(m->plan.devices[idx]);
+                m->plan.devices[idx] = p;
+                return 0;
+        }
+        n = realloc(m->plan.devices, (m->plan.n + 1) * sizeof(DevicePlan *));
+        if (!n) {
+                device_plan_free(p);
+                return -ENOMEM;
+        }
+        m->plan.devices = n;
+        m->plan.devices[m->plan.n++] = p;
+        return 0;
+}
+
+void manager_forget_device(Manager *m, const char *name) {
+        ssize_t idx;
+
+        assert(m);
+        assert(name);
+
+        idx = manager_plan_index(m, name);
+        if (idx < 0)
+                return;
+        event_device(EVENT_REMOVED, LOG_INFO, m->plan.devices[idx], "%s removed; forgetting its plan and originals",
+                     name);
+        (void) originals_forget(m->tuner.originals_dir, name);
+        strv_drop(m->unrecorded, name);
+        manager_pending_drop(m, name);
+        device_plan_free(m->plan.devices[idx]);
+        memmove(m->plan.devices + idx, m->plan.devices + idx + 1, (m->plan.n - idx - 1) * sizeof(DevicePlan *));
+        m->plan.n--;
+}
+
+int manager_tune_all(Manager *m) {
+        DeviceList l = {};
+        int r;
+
+        assert(m);
+
+        tuner_refresh_irqs(&m->tuner);
+        r = tuner_enumerate(&m->tuner, m->config, &l);
+        if (r < 0)
+                return log_error_errno(r, "Cannot enumerate block devices: %m");
+        for (size_t i = 0; i < l.n; i++) {
+                Device *d = TAKE_PTR(l.items[i]);
+                _cleanup_free_ char *rebound = NULL;
+                if (d->nvme && d->nvme->address && (rebound = strdup(d->nvme->address)) == NULL) {
+                        device_free(d);
+                        device_list_done(&l);
+                        return log_oom();
+                }
+                r = manager_tune_device(m, d);
+                if (r < 0) {
+                        device_list_done(&l);
+                        return log_error_errno(r, "Cannot tune devices: %m");
+                }
+                if (r > 0)
+                        /* A rebind: the controller's other disks in this list are gone; udev
+                         * brings them back as "add" events, tuned from those. */
+                        for (size_t j = i + 1; j < l.n; j++)
+                                if (l.items[j] && l.items[j]->nvme && streq_ptr(l.items[j]->nvme->address, rebound))
+                                        l.items[j] = device_free(l.items[j]);
+        }
+        device_list_done(&l);
+        return 0;
+}
+
+/* A disk left untuned because its originals could not be recorded: try again.
+ * 1 when it is tuned now (logged as at hotplug), 0 while recording still fails
+ * (logged once, when it first failed), -ENOMEM. */
+int manager_retry_unrecorded(Manager *m, DevicePlan *p, const int *targets) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        assert(m);
+        assert(p);
+
+        error = TAKE_PTR(p->error);
+        r = tuner_reconcile_device(&m->tuner, p, RECONCILE_APPLY, targets, false);
+        if (r == -ENOMEM) {
+                p->error = TAKE_PTR(error);
+                return r;
+        }
+        if (r < 0) {
+                p->error = TAKE_PTR(error);
+                return 0;
+        }
+        strv_drop(m->unrecorded, p->device->name);
+        manager_stamp_changes(m, p);
+        for (size_t k = 0; k < p->n_settings; k++)
+                p->settings[k].rt.last_reported = p->settings[k].state;
+        log_info("%s: its original values are recorded now; tuning it.", p->device->name);
+        event_log_tuned(p);
+        return 1;
+}

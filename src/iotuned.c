@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* iotuned: argv and wiring only; the daemon is src/daemon/manager.c. */
+/* iotuned: argv and wiring only; the daemon is src/daemon/ (manager.h). */
 #include <getopt.h>
 #include <stdio.h>
 

@@ -415,6 +415,27 @@ static int record_failed(const char *dir, const Device *d, int r) {
         return r;
 }
 
+/* Record the disk's originals before its first write (once per reconcile), taking
+ * the originals lock, which *lock then holds until the caller returns. */
+static int record_once(DevicePlan *p, const ReconcileOptions *o, bool *recorded, int *lock) {
+        int r;
+
+        assert(p);
+        assert(o);
+        assert(recorded);
+        assert(lock);
+
+        if (*recorded || !o->originals_dir)
+                return 0;
+        r = originals_lock(o->originals_dir, lock);
+        if (r >= 0)
+                r = originals_record_locked(o->originals_dir, p);
+        if (r < 0)
+                return record_failed(o->originals_dir, p->device, r);
+        *recorded = true;
+        return 0;
+}
+
 int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
         const Device *d;
         const Knob *basis = knob_resolve_basis();
@@ -453,15 +474,9 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 if (k->needs_mq && !d->has_mq)
                         continue; /* planned as unsupported */
                 if (scope_ops_of(k)->reconcile) {
-                        if (o->mode == RECONCILE_APPLY && !recorded && o->originals_dir) {
-                                /* The first write to this disk's world: record before it. */
-                                r = originals_lock(o->originals_dir, &lock);
-                                if (r >= 0)
-                                        r = originals_record_locked(o->originals_dir, p);
-                                if (r < 0)
-                                        return record_failed(o->originals_dir, d, r);
-                                recorded = true;
-                        }
+                        /* The first write to this disk's world: record before it. */
+                        if (o->mode == RECONCILE_APPLY && (r = record_once(p, o, &recorded, &lock)) < 0)
+                                return r;
                         r = scope_ops_of(k)->reconcile(p, s, o);
                         if (r < 0)
                                 return r;
@@ -571,14 +586,9 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 }
 
                 /* APPLY: nothing is written before the originals are safe. */
-                if (!recorded && o->originals_dir) {
-                        r = originals_lock(o->originals_dir, &lock);
-                        if (r >= 0)
-                                r = originals_record_locked(o->originals_dir, p);
-                        if (r < 0)
-                                return record_failed(o->originals_dir, d, r);
-                        recorded = true;
-                }
+                r = record_once(p, o, &recorded, &lock);
+                if (r < 0)
+                        return r;
                 free(why);
                 why = NULL;
                 r = write_setting(d, s, s->effective, &why);

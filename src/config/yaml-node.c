@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,6 +40,8 @@ const char *ynode_kind_name(YNodeKind k) {
 }
 
 YNode *ynode_get(const YNode *map, const char *key) {
+        assert(key);
+
         if (!map || map->kind != YNODE_MAPPING)
                 return NULL;
         for (size_t i = 0; i < map->n_pairs; i++)
@@ -55,6 +58,9 @@ bool ynode_is_null(const YNode *n) {
 
 static YNode *ynode_new(YNodeKind kind, const char *file, const yaml_mark_t *m) {
         YNode *n = calloc(1, sizeof(YNode));
+
+        assert(m);
+
         if (!n)
                 return NULL;
         n->kind = kind;
@@ -84,6 +90,8 @@ static size_t key_hash(const char *s) {
 /* Returns the key already present with the same text, or NULL after adding `k`. */
 static int key_set_add(KeySet *set, YNode *k, YNode **ret_dup) {
         size_t i;
+
+        assert(k);
 
         if ((set->n + 1) * 2 > set->n_slots) {
                 size_t ns = set->n_slots ? set->n_slots * 2 : 16;
@@ -130,6 +138,8 @@ typedef struct Builder {
 } Builder;
 
 static int grow(void **p, size_t *alloc, size_t n, size_t size) {
+        assert(p);
+
         void *np;
         size_t a;
         if (n < *alloc)
@@ -146,6 +156,8 @@ static int grow(void **p, size_t *alloc, size_t n, size_t size) {
 static int builder_attach(Builder *b, YNode *n) {
         Frame *top;
         YNode *parent;
+
+        assert(n);
 
         if (b->depth == 0) {
                 b->root = n;
@@ -225,6 +237,8 @@ static int builder_attach(Builder *b, YNode *n) {
 }
 
 static int builder_push(Builder *b, YNode *n) {
+        assert(n);
+
         /* Counted on the event stream, so a deeply nested document stops here, after
          * a few dozen events, before libyaml's scanner (whose simple-key stack makes
          * each token cost O(depth)) has gone deep at all. */
@@ -244,18 +258,25 @@ static int builder_push(Builder *b, YNode *n) {
 }
 
 static void frame_done(Frame *f) {
+        assert(f);
+
         free(f->keys.slots);
         f->keys = (KeySet) {};
 }
 
 static int builder_pop(Builder *b) {
         Frame f = b->stack[--b->depth];
+
+        assert(b);
+
         ynode_free(f.key); /* only set if the document was cut short */
         frame_done(&f);
         return builder_attach(b, f.node);
 }
 
 static void builder_done(Builder *b) {
+        assert(b);
+
         while (b->depth > 0) {
                 Frame f = b->stack[--b->depth];
                 ynode_free(f.key);
@@ -271,6 +292,9 @@ static void builder_done(Builder *b) {
  * the offset, their problem_mark is never set. */
 static void offset_to_mark(const char *text, size_t len, size_t offset, Mark *m) {
         unsigned line = 1, column = 1;
+
+        assert(m);
+
         for (size_t i = 0; i < offset && i < len; i++) {
                 unsigned char c = (unsigned char) text[i];
                 if (c == '\n' || (c == '\r' && (i + 1 >= len || text[i + 1] != '\n'))) {
@@ -288,11 +312,18 @@ static int tag_error(Diag *diag, const char *name, const yaml_mark_t *ym, const 
         static const char yaml_org[] = "tag:yaml.org,2002:";
         Mark m = { .file = (char *) name, .line = (unsigned) ym->line + 1, .column = (unsigned) ym->column + 1 };
         bool std = str_startswith(tag, yaml_org);
+
+        assert(name);
+        assert(ym);
+
         return diag_add(diag, &m, "YAML tags (%s%s) are not supported; remove the tag and write the value plainly",
                         std ? "!!" : "", std ? tag + strlen(yaml_org) : tag);
 }
 
 int ynode_parse_string(const char *text, size_t len, const char *name, YNode **ret, Diag *diag) {
+        assert(name);
+        assert(ret);
+
         yaml_parser_t parser;
         Builder b = { .diag = diag };
         bool done = false, seen_document = false;
@@ -410,6 +441,8 @@ int ynode_parse_string(const char *text, size_t len, const char *name, YNode **r
 }
 
 int ynode_check_owner(const char *path, const struct stat *st, Diag *diag) {
+        assert(path);
+
         mode_t mode = st->st_mode & 07777;
 
         if (st->st_uid != 0 && st->st_uid != geteuid())
@@ -433,6 +466,9 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len, Diag 
         _cleanup_close_ int fd = -1;
         struct stat st;
         int r;
+
+        assert(path);
+        assert(ret);
 
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
@@ -467,6 +503,9 @@ int ynode_parse_file(const char *path, YNode **ret, Diag *diag) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
         int r;
+
+        assert(path);
+        assert(ret);
 
         r = read_config_file(path, &buf, &len, diag);
         if (r < 0)

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
@@ -56,6 +57,8 @@ unsigned cpuset_span(const CpuSet *s) {
 }
 
 int cpuset_or(CpuSet *dst, const CpuSet *src) {
+        assert(dst);
+
         if (src->n_words > dst->n_words) {
                 unsigned long *n = realloc(dst->bits, src->n_words * sizeof(unsigned long));
                 if (!n)
@@ -79,6 +82,10 @@ bool cpuset_intersects(const CpuSet *a, const CpuSet *b) {
 
 bool cpuset_equal(const CpuSet *a, const CpuSet *b) {
         size_t n = MAX(a->n_words, b->n_words);
+
+        assert(a);
+        assert(b);
+
         for (size_t i = 0; i < n; i++) {
                 unsigned long x = i < a->n_words ? a->bits[i] : 0;
                 unsigned long y = i < b->n_words ? b->bits[i] : 0;
@@ -121,6 +128,9 @@ int cpuset_parse(const char *s, CpuSet *ret) {
         CpuSet c = {};
         const char *p = s;
         int r;
+
+        assert(s);
+        assert(ret);
 
         for (;;) {
                 unsigned a, b;
@@ -182,6 +192,8 @@ int cpuset_format(const CpuSet *s, char **ret) {
         FILE *f = open_memstream(&buf, &size);
         unsigned span = cpuset_span(s);
         bool first = true;
+
+        assert(ret);
 
         if (!f)
                 return -ENOMEM;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -97,6 +98,9 @@ typedef struct Sink {
 
 static int sink_emit(const char *piece, size_t n, void *userdata) {
         Sink *k = userdata;
+
+        assert(piece);
+
         if (k->len + 4 <= k->size)
                 k->room_for_dots = k->len;
         if (k->len + n + 1 > k->size) {
@@ -110,6 +114,9 @@ static int sink_emit(const char *piece, size_t n, void *userdata) {
 }
 
 static int count_emit(const char *piece, size_t n, void *userdata) {
+        assert(piece);
+        assert(userdata);
+
         (void) piece;
         *(size_t *) userdata += n;
         return 0;
@@ -133,6 +140,8 @@ char *str_escape(const char *s) {
 const char *str_escape_buf(const char *s, char *buf, size_t size) {
         Sink k = { .buf = buf, .size = size };
 
+        assert(buf);
+
         if (size == 0)
                 return buf;
         buf[0] = 0;
@@ -155,6 +164,8 @@ const char *esc(const char *s) {
 }
 
 static int file_emit(const char *piece, size_t n, void *userdata) {
+        assert(piece);
+
         return fwrite(piece, 1, n, userdata) == n ? 0 : -1;
 }
 

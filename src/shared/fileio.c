@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/random.h>
@@ -16,6 +17,8 @@
 int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, alloc = 0;
+
+        assert(ret);
 
         for (;;) {
                 ssize_t n;
@@ -60,6 +63,8 @@ static int read_fd_bounded(int fd, size_t max, char **ret) {
         char *buf;
         size_t len;
         int r;
+
+        assert(ret);
 
         r = read_fd_full(fd, max, &buf, &len);
         if (r < 0)
@@ -108,6 +113,8 @@ static int open_regular(const char *path, int extra_flags, size_t max, bool chec
         _cleanup_close_ int fd = -1;
         int r;
 
+        assert(path);
+
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | extra_flags);
         if (fd < 0)
                 return negative_errno();
@@ -126,6 +133,9 @@ int read_regular_fd(int fd, size_t max, char **ret) {
 
 int read_full_file(const char *path, size_t max, char **ret) {
         _cleanup_close_ int fd = open_regular(path, 0, max, false);
+
+        assert(path);
+
         if (fd < 0)
                 return fd;
         return read_fd_bounded(fd, max, ret);
@@ -133,17 +143,25 @@ int read_full_file(const char *path, size_t max, char **ret) {
 
 int read_regular_file(const char *path, size_t max, char **ret) {
         _cleanup_close_ int fd = open_regular(path, O_NOFOLLOW, max, true);
+
+        assert(path);
+
         if (fd < 0)
                 return fd;
         return read_fd_bounded(fd, max, ret);
 }
 
 int read_attr(const char *path, char **ret) {
+        assert(path);
+
         return read_full_file(path, ATTR_MAX, ret);
 }
 
 int read_attr_at(const char *dir, const char *attr, char **ret) {
         _cleanup_free_ char *p = path_join(dir, attr);
+
+        assert(dir);
+
         if (!p)
                 return -ENOMEM;
         return read_attr(p, ret);
@@ -154,6 +172,8 @@ int write_attr(const char *path, const char *value) {
         struct stat st;
         int fd, r = 0;
         ssize_t n;
+
+        assert(path);
 
         if (asprintf_safe(&line, "%s\n", value) < 0)
                 return -ENOMEM;
@@ -186,6 +206,9 @@ int write_attr(const char *path, const char *value) {
 
 int write_attr_at(const char *dir, const char *attr, const char *value) {
         _cleanup_free_ char *p = path_join(dir, attr);
+
+        assert(dir);
+
         if (!p)
                 return -ENOMEM;
         return write_attr(p, value);
@@ -213,6 +236,8 @@ int mkdir_p(const char *path, unsigned mode) {
  * with WRITE_FILE_EXCL_TEMP "PATH.tmp.<random>", created with O_EXCL. */
 static int open_temp(const char *path, WriteFileFlags flags, char **ret_tmp) {
         int fd;
+
+        assert(path);
 
         if (!(flags & WRITE_FILE_EXCL_TEMP)) {
                 _cleanup_free_ char *tmp = NULL;
@@ -283,5 +308,7 @@ int write_file_atomic_full(const char *path, const char *contents, size_t len, W
 }
 
 int write_file_atomic(const char *path, const char *contents, size_t len) {
+        assert(path);
+
         return write_file_atomic_full(path, contents, len, 0);
 }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
@@ -21,6 +22,8 @@ void rootfs_set_openat2(bool enabled) {
 }
 
 static int openat2_in_root(int dirfd, const char *path, int flags, mode_t mode) {
+        assert(path);
+
         if (!use_openat2)
                 return -ENOSYS;
 #ifdef SYS_openat2
@@ -46,6 +49,8 @@ static int openat2_in_root(int dirfd, const char *path, int flags, mode_t mode) 
 static int resolve_by_hand(int rootfd, const char *path, char **ret, char **ret_missing) {
         _cleanup_free_ char *cur = strdup(""), *todo = strdup(path);
         unsigned links = 0;
+
+        assert(ret);
 
         if (!cur || !todo)
                 return -ENOMEM;
@@ -141,6 +146,8 @@ int root_open(const char *root, const char *path, int flags, mode_t mode) {
         _cleanup_free_ char *rel = NULL, *missing = NULL, *full = NULL;
         int fd, r;
 
+        assert(path);
+
         if (!root_is_set(root)) {
                 fd = open(path, flags | O_CLOEXEC, mode);
                 return fd < 0 ? negative_errno() : fd;
@@ -181,6 +188,8 @@ int root_open(const char *root, const char *path, int flags, mode_t mode) {
 static int read_in_root(const char *root, const char *path, size_t max, int extra_flags, char **ret) {
         _cleanup_close_ int fd = -1;
 
+        assert(path);
+
         /* O_NONBLOCK: a FIFO without a writer does not block the open. */
         fd = root_open(root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | extra_flags, 0);
         if (fd < 0)
@@ -190,12 +199,16 @@ static int read_in_root(const char *root, const char *path, size_t max, int extr
 }
 
 int root_read_file(const char *root, const char *path, size_t max, char **ret) {
+        assert(path);
+
         if (!root_is_set(root))
                 return read_full_file(path, max, ret);
         return read_in_root(root, path, max, 0, ret);
 }
 
 int root_read_regular_file(const char *root, const char *path, size_t max, char **ret) {
+        assert(path);
+
         if (!root_is_set(root))
                 return read_regular_file(path, max, ret);
         return read_in_root(root, path, max, O_NOFOLLOW, ret);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -52,6 +53,8 @@ bool strv_contains(char * const *l, const char *s) {
 }
 
 static int cmp_str(const void *a, const void *b) {
+        assert(a);
+
         return strcmp(*(char * const *) a, *(char * const *) b);
 }
 
@@ -170,6 +173,9 @@ int safe_atoi(const char *s, int *ret) {
 int safe_atou(const char *s, unsigned *ret) {
         uint64_t v;
         int r = safe_atou64(s, &v);
+
+        assert(ret);
+
         if (r < 0)
                 return r;
         if (v > UINT32_MAX)
@@ -239,6 +245,8 @@ int parse_duration_usec(const char *s, uint64_t *ret) {
 }
 
 bool glob_match(const char *pattern, const char *s) {
+        assert(pattern);
+
         return s && fnmatch(pattern, s, 0) == 0;
 }
 

@@ -9,7 +9,7 @@
  * to /dev/null (masking). */
 #include <json-c/json.h>
 
-#include "cli.h"
+#include "plan-json.h"
 #include "config.h"
 #include "device.h"
 #include "fuzz-util.h"
@@ -201,7 +201,7 @@ static void plan_fixtures(const Config *c) {
                 abort(); /* only -ENOMEM: everything else is a per-device error */
         plan_count_states(&p, counts);
         plan_module_targets(p.devices, p.n, targets);
-        j = output_plan_json(&p, true);
+        j = report_plan_document("plan", &p, true);
         if (!j || !json_object_to_json_string(j))
                 abort();
         json_object_put(j);

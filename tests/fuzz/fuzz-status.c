@@ -27,7 +27,7 @@ static void parse(const uint8_t *data, size_t size) {
                         if (!d->device || (d->n_settings > 0 && !d->settings))
                                 abort();
                         for (size_t k = 0; k < d->n_settings; k++)
-                                if (!d->settings[k].knob || !d->settings[k].state)
+                                if (!d->settings[k].knob || (unsigned) d->settings[k].state >= _STATE_MAX)
                                         abort();
                 }
                 status_done(&s);
@@ -42,7 +42,7 @@ static void parse(const uint8_t *data, size_t size) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static char *root, *path;
-        Cli c = {};
+        static Cli c = {};
         int r;
 
         if (size > 1u << 20)
@@ -56,11 +56,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 fuzz_mkdir("run/iotuned");
                 root = strdup(fuzz_scratch_dir());
                 path = fuzz_path("run/iotuned/status.json");
+                c.root = root;
+                if (cli_init(&c) < 0) /* once: the Tuner reads the topology */
+                        abort();
         }
         parse(data, size);
 
         fuzz_write_file(path, data, size);
-        c.root = root;
         for (int json = 0; json <= 1; json++) {
                 c.json = json;
                 r = cli_status(&c);

@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "escape.h"
 #include "fileio.h"
@@ -421,30 +420,28 @@ static void apply_rebind_outcomes(Plan *plan, RebindOutcome *out, size_t n) {
  * controller), or timeout_usec passed: libudev's queue, woken by its inotify
  * descriptor rather than polled on a timer. */
 static void wait_for_udev(Tuner *t, uint64_t timeout_usec) {
-        struct udev_queue *q = udev_queue_new(t->udev);
-        struct timespec start, now;
+        struct udev_queue *q;
+        uint64_t deadline;
         int fd;
 
         assert(t);
 
+        q = udev_queue_new(t->udev);
         if (!q)
                 return;
         fd = udev_queue_get_fd(q);
-        clock_gettime(CLOCK_MONOTONIC, &start);
+        deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
         while (!udev_queue_get_queue_is_empty(q)) {
-                uint64_t waited;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                waited = (uint64_t) (now.tv_sec - start.tv_sec) * 1000000ULL +
-                         (uint64_t) ((now.tv_nsec - start.tv_nsec) / 1000);
-                if (waited >= timeout_usec)
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                int ms;
+
+                if (now >= deadline)
                         break;
-                if (fd < 0) {
-                        /* No inotify: look again in a while. */
-                        (void) poll(NULL, 0, 100);
-                        continue;
-                }
-                if (poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1,
-                         (int) MIN((timeout_usec - waited) / 1000 + 1, 1000ULL)) > 0)
+                /* At most a second per wait: the queue is asked again either way. */
+                ms = (int) MIN((deadline - now) / 1000 + 1, 1000ULL);
+                if (fd < 0)
+                        (void) poll(NULL, 0, MIN(ms, 100)); /* no inotify: look again in a while */
+                else if (poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1, ms) > 0)
                         (void) udev_queue_flush(q);
         }
         udev_queue_unref(q);

@@ -7,11 +7,13 @@
 #include <json-c/json.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <stdio.h>
 
 #include "fileio.h"
 #include "irq.h"
+#include "log.h"
 #include "nvme-apply.h"
 #include "originals.h"
 #include "util.h"
@@ -398,3 +400,35 @@ int originals_forget(const char *dir, const char *name) {
                 return r;
         return originals_forget_locked(dir, name);
 }
+
+int originals_remove_temporaries(const char *dir) {
+        _cleanup_close_ int lock = -1;
+        struct dirent *de;
+        unsigned n = 0;
+        DIR *dh;
+        int r;
+
+        assert(dir);
+
+        /* Every record is written under the lock: holding it, no write is under way,
+         * and a "NAME.json.tmp.*" is what a writer killed before its rename left. */
+        r = originals_lock(dir, &lock);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        dh = opendir(dir);
+        if (!dh)
+                return errno == ENOENT ? 0 : negative_errno();
+        while ((de = readdir(dh))) {
+                if (de->d_name[0] == '.' || !strstr(de->d_name, ".json.tmp."))
+                        continue;
+                if (unlinkat(dirfd(dh), de->d_name, 0) >= 0)
+                        n++;
+                else if (errno != ENOENT)
+                        log_debug_errno(errno, "Cannot remove %s/%s: %m", dir, de->d_name);
+        }
+        closedir(dh);
+        return (int) n;
+}
+

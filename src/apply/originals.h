@@ -44,6 +44,11 @@ int originals_lock(const char *dir, int *ret_fd);
  * restore between apply's "already recorded" and its writes would leave the
  * disk tuned with no record). */
 int originals_record_locked(const char *dir, const DevicePlan *p);
+
+/* Remove the temporaries ("NAME.json.tmp.*") that a writer killed between
+ * writing a record and renaming it into place left in `dir`, under the lock.
+ * The number removed, or -errno. */
+int originals_remove_temporaries(const char *dir);
 int originals_forget_locked(const char *dir, const char *name);
 
 /* Text for an error of originals_record()/originals_load(): -EBADMSG is a record

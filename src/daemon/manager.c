@@ -11,6 +11,7 @@
 #include "events.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "originals.h"
 #include "util.h"
 
 Manager *manager_free(Manager *m) {
@@ -120,6 +121,13 @@ int manager_start(Manager *m) {
         }
         /* Bans an earlier run could not withdraw: the first synchronisation does. */
         manager_load_bans_record(m);
+        /* A run killed while it wrote a record left its temporary. */
+        r = originals_remove_temporaries(m->tuner.originals_dir);
+        if (r > 0)
+                log_info("Removed %i temporary file%s that a killed run left in %s.", r, r == 1 ? "" : "s",
+                         m->tuner.originals_dir);
+        else if (r < 0)
+                log_warning_errno(r, "Cannot look for temporary files in %s: %m", m->tuner.originals_dir);
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);

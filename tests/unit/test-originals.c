@@ -2,9 +2,11 @@
 /* The originals record: recorded under an exclusive lock (two writers never lose
  * or overwrite an original), read back as untrusted input (a malformed record is
  * an error and is never replaced). */
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "macro.h"
@@ -205,7 +207,34 @@ TEST(record_written_with_exclusive_temporary) {
         tmpdir_remove(tree);
 }
 
+TEST(temporaries_of_a_killed_writer_are_removed) {
+        /* SIGKILL between writing NAME.json.tmp.* and its rename leaves it behind
+         * (tests/vm faults); the next start removes it, and nothing else. */
+        char *tree = fake_tree();
+        _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals"), *record = NULL, *tmp = NULL,
+                            *canary = path_join(tree, "canary"), *text = NULL;
+        DevicePlan *p = plan_for(tree, NULL);
+
+        ASSERT_INT_EQ(originals_remove_temporaries(dir), 0); /* no directory yet */
+        ASSERT_INT_EQ(mkdir_p(dir, 0755), 0);
+        ASSERT_INT_EQ(originals_record(dir, p), 0);
+        tmpdir_write(tree, "run/iotuned/originals/nullb14.json.tmp.b9f2a905086f95a0", "{\"devi");
+        tmpdir_write(tree, "run/iotuned/originals/sda.json.tmp.0000000000000001", "");
+        tmpdir_write(tree, "canary", "untouched");
+        tmpdir_symlink(tree, "run/iotuned/originals/vda.json.tmp.0000000000000002", canary);
+        ASSERT_INT_EQ(originals_remove_temporaries(dir), 3);
+        ASSERT_INT_EQ(originals_remove_temporaries(dir), 0);
+        record = path_join(dir, "sda.json");
+        tmp = path_join(dir, "nullb14.json.tmp.b9f2a905086f95a0");
+        ASSERT_TRUE(access(record, F_OK) == 0);
+        ASSERT_TRUE(access(tmp, F_OK) < 0 && errno == ENOENT);
+        ASSERT_INT_EQ(read_full_file(canary, 4096, &text), 0); /* a link goes, not its target */
+        ASSERT_STREQ(text, "untouched");
+        device_plan_free(p);
+        tmpdir_remove(tree);
+}
+
 TEST_MAIN(T(concurrent_writers_keep_every_original), T(lock_file_is_private_and_not_followed),
           T(malformed_record_is_an_error_and_kept), T(record_never_read_past_its_end),
           T(record_that_is_a_link_or_fifo_is_refused),
-          T(record_written_with_exclusive_temporary))
+          T(record_written_with_exclusive_temporary), T(temporaries_of_a_killed_writer_are_removed))

@@ -10,7 +10,10 @@ bool backoff_held(SettingRuntime *rt, uint64_t now) {
         assert(rt);
 
         held = rt->hold_until_usec > now;
-        if (rt->conflict && !held && rt->window_start_usec && now - rt->window_start_usec > CONFLICT_QUIET_USEC) {
+        /* Quiet is counted from the last drift, or from the end of the hold after it:
+         * while held, nothing is written, so nothing can be seen reverting it. */
+        if (rt->conflict && !held && rt->window_start_usec &&
+            now - MAX(rt->window_start_usec, rt->hold_until_usec) > CONFLICT_QUIET_USEC) {
                 rt->conflict = false; /* quiet for long enough: episode over */
                 rt->backoff_level = 0;
         }

@@ -73,10 +73,12 @@ TEST(an_episode_ends_after_5_min_quiet) {
         (void) drifts(&rt, 5, 1 * S, &now, &hold);
         (void) drifts(&rt, 5, 1 * S, &now, &hold);
         ASSERT_INT_EQ(rt.backoff_level, 2);
-        /* quiet, and no longer held, but not yet 5 min since the last window began */
-        ASSERT_TRUE(!backoff_held(&rt, now + 300 * S));
+        ASSERT_INT_EQ(hold, 60 * S);
+        /* quiet is counted from the end of the hold: written again and not reverted
+         * for 5 min after it */
+        ASSERT_TRUE(!backoff_held(&rt, now + 60 * S + 300 * S));
         ASSERT_TRUE(rt.conflict);
-        ASSERT_TRUE(!backoff_held(&rt, now + 300 * S + 1));
+        ASSERT_TRUE(!backoff_held(&rt, now + 60 * S + 300 * S + 1));
         ASSERT_TRUE(!rt.conflict);
         ASSERT_INT_EQ(rt.backoff_level, 0);
         /* the next conflict is a new episode: reported, and held 30 s again */
@@ -94,6 +96,32 @@ TEST(a_held_setting_is_no_episode_end) {
         ASSERT_INT_EQ(rt.backoff_level, 7);
 }
 
+/* The drift check as the daemon runs it: every `interval`, a setting not held is
+ * written, and a fighter that never stops reverts it before the next check. */
+TEST(a_fighter_that_never_stops_is_held_up_to_an_hour) {
+        SettingRuntime rt = {};
+        uint64_t now = 1000 * S, hold = 0, longest = 0;
+        unsigned conflicts = 0;
+
+        for (unsigned check = 0; check < 20000; check++, now += 1 * S) {
+                if (backoff_held(&rt, now))
+                        continue;
+                switch (backoff_note_drift(&rt, now, &hold)) {
+                case DRIFT_CONFLICT_BEGINS:
+                        conflicts++;
+                        break;
+                case DRIFT_CONFLICT_HOLDS:
+                case DRIFT_COUNTED:
+                        break;
+                }
+                longest = hold > longest ? hold : longest;
+        }
+        /* One episode, reported once, however long the holds get. */
+        ASSERT_INT_EQ(conflicts, 1);
+        ASSERT_INT_EQ(longest, 3600 * S);
+}
+
 TEST_MAIN(T(four_drifts_in_a_window_are_no_conflict), T(the_fifth_begins_a_conflict_held_30_s),
           T(each_new_hold_of_an_episode_doubles_up_to_an_hour), T(the_window_restarts_after_60_s),
-          T(an_episode_ends_after_5_min_quiet), T(a_held_setting_is_no_episode_end))
+          T(an_episode_ends_after_5_min_quiet), T(a_held_setting_is_no_episode_end),
+          T(a_fighter_that_never_stops_is_held_up_to_an_hour))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Which files are read, in systemd's precedence (/etc over /run over the vendor
- * directory, masking with /dev/null or an empty file), and the permission
+ * directory, masking with a symbolic link to /dev/null), and the permission
  * checks every directory and file passes first. */
 #include <assert.h>
 #include <dirent.h>
@@ -44,6 +44,8 @@ static int check_dir(const char *path, char ***checked, Diag *d) {
         struct stat st;
 
         assert(path);
+        assert(checked);
+        assert(d);
 
         if (strv_contains(*checked, path))
                 return 0;
@@ -59,6 +61,7 @@ static int conf_files_add(ConfFiles *f, const char *name, const char *path, cons
 
         assert(f);
         assert(path);
+        assert(name);
 
         for (size_t i = 0; i < f->n; i++)
                 if (streq(f->items[i].name, name))
@@ -96,6 +99,8 @@ int conf_files_collect(const ConfigPaths *paths, const char *subdir, const char 
 
         assert(paths);
         assert(out);
+        assert(checked);
+        assert(d);
 
         for (char **dir = paths->dirs; dir && *dir; dir++) {
                 _cleanup_free_ char *base = subdir ? path_join(*dir, subdir) : strdup(*dir);
@@ -199,6 +204,8 @@ int conf_files_collect(const ConfigPaths *paths, const char *subdir, const char 
 
 int conf_file_parse(const ConfFile *f, YNode **ret, Diag *d) {
         assert(ret);
+        assert(f);
+        assert(d);
 
         if (f->text)
                 return ynode_parse_string(f->text, strlen(f->text), f->path, ret, d);

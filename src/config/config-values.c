@@ -20,25 +20,29 @@ void value_done(Value *v) {
         mark_done(&v->origin);
 }
 
-bool node_expect_kind(const YNode *n, YNodeKind kind, const char *what, Diag *d) {
+int node_expect_kind(const YNode *n, YNodeKind kind, const char *what, Diag *d) {
+        assert(n);
         assert(what);
+        assert(d);
 
         if (n->kind == kind)
-                return true;
-        diag_add(d, &n->mark, "'%s' must be %s, got %s", what, ynode_kind_name(kind), ynode_kind_name(n->kind));
-        return false;
+                return 0;
+        return diag_add(d, &n->mark, "'%s' must be %s, got %s", what, ynode_kind_name(kind), ynode_kind_name(n->kind));
 }
 
-bool node_expect_string(const YNode *n, const char *what, Diag *d) {
-        assert(what);
+int node_expect_string(const YNode *n, const char *what, Diag *d) {
+        int r;
 
-        if (!node_expect_kind(n, YNODE_SCALAR, what, d))
-                return false;
-        if (ynode_is_null(n)) {
-                diag_add(d, &n->mark, "'%s' must not be empty", what);
-                return false;
-        }
-        return true;
+        assert(n);
+        assert(what);
+        assert(d);
+
+        r = node_expect_kind(n, YNODE_SCALAR, what, d);
+        if (r < 0)
+                return r;
+        if (ynode_is_null(n))
+                return diag_add(d, &n->mark, "'%s' must not be empty", what);
+        return 0;
 }
 
 void node_unknown_key(const YPair *p, const char *where, const char *const *keys, size_t n_keys, Diag *d) {
@@ -47,6 +51,8 @@ void node_unknown_key(const YPair *p, const char *where, const char *const *keys
 
         assert(p);
         assert(where);
+        assert(keys || n_keys == 0);
+        assert(d);
 
         for (size_t i = 0; i < n_keys && off < sizeof(expected); i++)
                 off += snprintf(expected + off, sizeof(expected) - off, "%s%s", i ? ", " : "", keys[i]);
@@ -54,6 +60,8 @@ void node_unknown_key(const YPair *p, const char *where, const char *const *keys
 }
 
 bool profile_name_valid(const char *s) {
+        assert(s);
+
         if (!s[0] || strlen(s) > 64 || !(islower((unsigned char) s[0]) || isdigit((unsigned char) s[0])))
                 return false;
         for (const char *p = s; *p; p++)
@@ -67,8 +75,10 @@ int node_parse_profile_name(const YNode *n, const char *what, char **ret, Diag *
 
         assert(what);
         assert(ret);
+        assert(n);
+        assert(d);
 
-        if (!node_expect_string(n, what, d))
+        if (node_expect_string(n, what, d) < 0)
                 return -EINVAL;
         if (!profile_name_valid(n->scalar))
                 return diag_add(d, &n->mark, "invalid profile name '%s' for '%s': expected lowercase letters, digits, '-' and '_'",
@@ -85,8 +95,10 @@ int node_parse_bool(const YNode *n, const char *what, bool *ret, Diag *d) {
 
         assert(what);
         assert(ret);
+        assert(n);
+        assert(d);
 
-        if (!node_expect_string(n, what, d))
+        if (node_expect_string(n, what, d) < 0)
                 return -EINVAL;
         b = parse_boolean(n->scalar);
         if (b >= 0 && n->quoted)
@@ -113,6 +125,8 @@ static int coalescing_mapping_text(const YNode *n, char **ret, Diag *d) {
         int r = 0;
 
         assert(ret);
+        assert(n);
+        assert(d);
 
         if (n->n_pairs == 0)
                 return diag_add(d, &n->mark, "empty coalescing mapping: expected threshold and/or time_us");
@@ -124,7 +138,7 @@ static int coalescing_mapping_text(const YNode *n, char **ret, Diag *d) {
                         r = -EINVAL;
                         continue;
                 }
-                if (!node_expect_string(p->value, p->key->scalar, d)) {
+                if (node_expect_string(p->value, p->key->scalar, d) < 0) {
                         r = -EINVAL;
                         continue;
                 }
@@ -142,8 +156,10 @@ static int coalescing_mapping_text(const YNode *n, char **ret, Diag *d) {
 /* `nvme: { apply: reboot|rebind }`: how new queue counts may take effect. */
 static int parse_nvme_apply(const YNode *n, Value *v, Diag *d) {
         assert(n);
+        assert(v);
+        assert(d);
 
-        if (!node_expect_string(n, "apply", d))
+        if (node_expect_string(n, "apply", d) < 0)
                 return -EINVAL;
         if (!streq(n->scalar, "reboot") && !streq(n->scalar, "rebind"))
                 return diag_add(d, &n->mark,
@@ -165,8 +181,9 @@ static int parse_knob_section(const YNode *sec, const char *section, Value value
         assert(sec);
         assert(section);
         assert(values);
+        assert(d);
 
-        if (!node_expect_kind(sec, YNODE_MAPPING, section, d))
+        if (node_expect_kind(sec, YNODE_MAPPING, section, d) < 0)
                 return -EINVAL;
         for (size_t i = 0; i < sec->n_pairs; i++) {
                 const YPair *p = &sec->pairs[i];
@@ -246,8 +263,9 @@ static int parse_irq_section(const YNode *sec, IrqPolicy *p, Diag *d) {
 
         assert(sec);
         assert(p);
+        assert(d);
 
-        if (!node_expect_kind(sec, YNODE_MAPPING, "irq", d))
+        if (node_expect_kind(sec, YNODE_MAPPING, "irq", d) < 0)
                 return -EINVAL;
         for (size_t i = 0; i < sec->n_pairs; i++) {
                 const YPair *kv = &sec->pairs[i];
@@ -268,7 +286,7 @@ static int parse_irq_section(const YNode *sec, IrqPolicy *p, Diag *d) {
                 }
         }
         if (pl) {
-                if (!node_expect_string(pl, "placement", d))
+                if (node_expect_string(pl, "placement", d) < 0)
                         return -EINVAL;
                 p->placement = irq_placement_from_string(pl->scalar);
                 if (p->placement == IRQ_PLACEMENT_UNSET)
@@ -280,7 +298,7 @@ static int parse_irq_section(const YNode *sec, IrqPolicy *p, Diag *d) {
         }
         if (cpus) {
                 CpuSet s = {};
-                if (!node_expect_string(cpus, "cpus", d))
+                if (node_expect_string(cpus, "cpus", d) < 0)
                         return -EINVAL;
                 if (cpuset_parse(cpus->scalar, &s) < 0 || cpuset_count(&s) == 0) {
                         cpuset_done(&s);
@@ -312,6 +330,9 @@ int values_parse_sections(const YNode *pair_value, const char *key, Value values
         assert(key);
         assert(handled);
         assert(values);
+        assert(irq);
+        assert(nvme_apply);
+        assert(d);
 
         *handled = streq(key, "queue") || streq(key, "irq") || streq(key, "nvme");
         if (streq(key, "irq"))

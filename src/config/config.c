@@ -12,6 +12,9 @@
 
 static void *memdup_or_null(const void *p, size_t size) {
         void *c;
+
+        assert(p || size == 0);
+
         if (size == 0)
                 return NULL;
         c = malloc(size);
@@ -41,11 +44,14 @@ int config_load(const ConfigPaths *paths, Config **ret, Diag *d) {
         _cleanup_(config_freep) Config *c = NULL;
         ConfFiles mains = {}, dropins = {}, profiles = {};
         char **checked_dirs = NULL;
-        size_t diag_before = d->n + d->n_dropped;
+        size_t diag_before;
         int r = 0;
 
         assert(paths);
         assert(ret);
+        assert(d);
+
+        diag_before = d->n + d->n_dropped;
 
         c = calloc(1, sizeof(Config));
         if (!c)

@@ -109,7 +109,9 @@ typedef struct ConfigPaths {
 extern const char *const discovery_class_names[_DISCOVERY_MAX];
 
 void config_paths_done(ConfigPaths *p);
-/* root: "/" or a test tree; config_dir: if set, the only directory searched. */
+/* root: as the caller was given it (NULL, "" or "/" for the real root, or a test
+ * tree); it is normalised here, so callers pass it on unchanged. config_dir: if
+ * set (may be NULL), the only directory searched. */
 int config_paths_default(const char *root, const char *config_dir, ConfigPaths *ret);
 
 Config *config_free(Config *c);

@@ -18,6 +18,8 @@ const char *const discovery_class_names[_DISCOVERY_MAX] = {
 
 /* Absolute, and no "." or ".." component, no empty one ("//"), no trailing "/". */
 static bool path_is_normalized(const char *p) {
+        assert(p);
+
         if (p[0] != '/')
                 return false;
         for (const char *s = p + 1;;) {
@@ -47,13 +49,14 @@ int main_file_parse(const YNode *root, FileConfig *fc, Diag *d) {
         int r = 0;
 
         assert(fc);
+        assert(d);
 
         fc->restore_on_stop = -1;
         for (size_t i = 0; i < _DISCOVERY_MAX; i++)
                 fc->discover[i] = -1;
         if (!root)
                 return 0;
-        if (!node_expect_kind(root, YNODE_MAPPING, "configuration", d))
+        if (node_expect_kind(root, YNODE_MAPPING, "configuration", d) < 0)
                 return -EINVAL;
 
         for (size_t i = 0; i < root->n_pairs; i++) {
@@ -69,7 +72,7 @@ int main_file_parse(const YNode *root, FileConfig *fc, Diag *d) {
                         fc->rules_set = true;
                         if (ynode_is_null(p->value) && p->value->kind == YNODE_SCALAR)
                                 continue; /* `rules:` alone: an empty list */
-                        if (!node_expect_kind(p->value, YNODE_SEQUENCE, "rules", d)) {
+                        if (node_expect_kind(p->value, YNODE_SEQUENCE, "rules", d) < 0) {
                                 r = -EINVAL;
                                 continue;
                         }
@@ -84,7 +87,7 @@ int main_file_parse(const YNode *root, FileConfig *fc, Diag *d) {
                                         q = t;
                         }
                 } else if (streq(key, "discovery")) {
-                        if (!node_expect_kind(p->value, YNODE_MAPPING, "discovery", d)) {
+                        if (node_expect_kind(p->value, YNODE_MAPPING, "discovery", d) < 0) {
                                 r = -EINVAL;
                                 continue;
                         }
@@ -105,7 +108,7 @@ int main_file_parse(const YNode *root, FileConfig *fc, Diag *d) {
                         }
                 } else if (streq(key, "reassert")) {
                         const YNode *iv;
-                        if (!node_expect_kind(p->value, YNODE_MAPPING, "reassert", d)) {
+                        if (node_expect_kind(p->value, YNODE_MAPPING, "reassert", d) < 0) {
                                 r = -EINVAL;
                                 continue;
                         }
@@ -116,7 +119,7 @@ int main_file_parse(const YNode *root, FileConfig *fc, Diag *d) {
                                         q = -EINVAL;
                                 }
                         iv = ynode_get(p->value, "interval");
-                        if (iv && node_expect_string(iv, "interval", d)) {
+                        if (iv && node_expect_string(iv, "interval", d) >= 0) {
                                 uint64_t u;
                                 if (parse_duration_usec(iv->scalar, &u) < 0 || u < MIN_REASSERT_USEC ||
                                     u > MAX_REASSERT_USEC)
@@ -133,7 +136,7 @@ int main_file_parse(const YNode *root, FileConfig *fc, Diag *d) {
                          * `textfile: ""` turns it off again in a later drop-in. */
                         const YNode *tf;
                         static const char *const mk[] = { "textfile" };
-                        if (!node_expect_kind(p->value, YNODE_MAPPING, "metrics", d)) {
+                        if (node_expect_kind(p->value, YNODE_MAPPING, "metrics", d) < 0) {
                                 r = -EINVAL;
                                 continue;
                         }
@@ -184,6 +187,7 @@ int main_file_merge(Config *c, FileConfig *fc, Rule **all_rules, size_t *n_all) 
         assert(c);
         assert(all_rules);
         assert(n_all);
+        assert(fc);
 
         if (fc->default_profile) {
                 free(c->default_profile);
@@ -234,6 +238,7 @@ int config_parse_main_file(const char *path, Config *into, Diag *d) {
 
         assert(path);
         assert(into);
+        assert(d);
 
         r = ynode_parse_file(path, &root, d);
         if (r < 0)

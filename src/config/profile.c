@@ -46,6 +46,7 @@ static Profile *find_profile_mut(const Config *c, const char *name) {
         Profile **p;
 
         assert(name);
+        assert(c);
 
         if (!c->profiles_by_name) {
                 /* A Config built by hand (tests); config_load() always builds the index. */
@@ -72,6 +73,8 @@ int profile_parse(const YNode *root, const char *path, const char *basename_name
 
         assert(basename_name);
         assert(ret);
+        assert(path);
+        assert(d);
 
         p = calloc(1, sizeof(Profile));
         if (!p)
@@ -83,7 +86,7 @@ int profile_parse(const YNode *root, const char *path, const char *basename_name
                 return -ENOMEM;
 
         if (root) {
-                if (!node_expect_kind(root, YNODE_MAPPING, "profile", d))
+                if (node_expect_kind(root, YNODE_MAPPING, "profile", d) < 0)
                         return -EINVAL;
                 for (size_t i = 0; i < root->n_pairs; i++) {
                         const YPair *kv = &root->pairs[i];
@@ -91,14 +94,14 @@ int profile_parse(const YNode *root, const char *path, const char *basename_name
                         bool handled;
 
                         if (streq(key, "name")) {
-                                if (!node_expect_string(kv->value, "name", d))
+                                if (node_expect_string(kv->value, "name", d) < 0)
                                         r = -EINVAL;
                                 else if (!streq(kv->value->scalar, basename_name))
                                         r = diag_add(d, &kv->value->mark,
                                                      "profile name '%s' does not match its file name (expected '%s')",
                                                      kv->value->scalar, basename_name);
                         } else if (streq(key, "description")) {
-                                if (!node_expect_string(kv->value, "description", d))
+                                if (node_expect_string(kv->value, "description", d) < 0)
                                         r = -EINVAL;
                                 else {
                                         free(p->description);
@@ -134,11 +137,12 @@ int profile_parse(const YNode *root, const char *path, const char *basename_name
 
 /* Position of a profile in profiles_by_name, -1 if there is none of that name. */
 static ssize_t profile_index(const Config *c, const char *name) {
-        Profile **p = bsearch(name, c->profiles_by_name, c->n_profiles, sizeof(Profile *), cmp_name_profile);
+        Profile **p;
 
         assert(c);
         assert(name);
 
+        p = bsearch(name, c->profiles_by_name, c->n_profiles, sizeof(Profile *), cmp_name_profile);
         return p ? p - c->profiles_by_name : -1;
 }
 
@@ -149,15 +153,21 @@ static ssize_t profile_index(const Config *c, const char *name) {
  * Works on indexes into profiles_by_name; reports in file order. */
 int profiles_check_extends(Config *c, Diag *d) {
         enum { NEW, ON_PATH, DONE, CYCLE, BAD };
-        size_t n = c->n_profiles;
-        _cleanup_free_ ssize_t *parent = calloc(n ?: 1, sizeof(ssize_t));
-        _cleanup_free_ size_t *path = calloc(n ?: 1, sizeof(size_t));
-        _cleanup_free_ unsigned *depth = calloc(n ?: 1, sizeof(unsigned));
-        _cleanup_free_ unsigned char *state = calloc(n ?: 1, 1);
+        _cleanup_free_ ssize_t *parent = NULL;
+        _cleanup_free_ size_t *path = NULL;
+        _cleanup_free_ unsigned *depth = NULL;
+        _cleanup_free_ unsigned char *state = NULL;
+        size_t n;
         int r = 0;
 
         assert(c);
+        assert(d);
 
+        n = c->n_profiles;
+        parent = calloc(n ?: 1, sizeof(ssize_t));
+        path = calloc(n ?: 1, sizeof(size_t));
+        depth = calloc(n ?: 1, sizeof(unsigned));
+        state = calloc(n ?: 1, 1);
         if (!parent || !path || !depth || !state)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
@@ -238,9 +248,13 @@ int profiles_check_extends(Config *c, Diag *d) {
 
 /* Fill `resolved` from the profile and its ancestors (no cycles: check_extends ran). */
 int profile_resolve(Config *c, Profile *p) {
-        Profile *parent = p->extends ? find_profile_mut(c, p->extends) : NULL;
+        Profile *parent;
         int r;
 
+        assert(c);
+        assert(p);
+
+        parent = p->extends ? find_profile_mut(c, p->extends) : NULL;
         /* A parent is resolved first through its child; resolving it again would
          * copy its values a second time over the first (and lose those). */
         if (p->resolved_done)

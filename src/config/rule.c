@@ -52,6 +52,8 @@ void rule_done(Rule *r) {
  * such a pattern is a typo, and a rule that silently matches nothing is worse
  * than an error. */
 static const char *glob_never_matches(const char *g) {
+        assert(g);
+
         if (!g[0])
                 return "an empty pattern matches nothing";
         for (const char *s = g; *s; s++) {
@@ -81,10 +83,13 @@ static const char *glob_never_matches(const char *g) {
 }
 
 static int check_glob(const YNode *n, const char *what, Diag *d) {
-        const char *why = glob_never_matches(n->scalar);
+        const char *why;
 
+        assert(n);
         assert(what);
+        assert(d);
 
+        why = glob_never_matches(n->scalar);
         if (why)
                 return diag_add(d, &n->mark, "invalid pattern '%s' for '%s': %s", n->scalar, what, why);
         return 0;
@@ -92,8 +97,11 @@ static int check_glob(const YNode *n, const char *what, Diag *d) {
 
 static int dup_glob(const YNode *n, const char *what, char **ret, Diag *d) {
         assert(what);
+        assert(n);
+        assert(ret);
+        assert(d);
 
-        if (!node_expect_string(n, what, d))
+        if (node_expect_string(n, what, d) < 0)
                 return -EINVAL;
         if (!streq(what, "name") && !streq(what, "transport") && check_glob(n, what, d) < 0)
                 return -EINVAL;
@@ -103,13 +111,14 @@ static int dup_glob(const YNode *n, const char *what, char **ret, Diag *d) {
 }
 
 static int parse_size_range(const YNode *n, Match *m, Diag *d) {
-        assert(n);
-        assert(m);
-
         /* `size: { min: 100G, max: 4T }` (either bound optional) */
         uint64_t lo = 0, hi = UINT64_MAX;
 
-        if (!node_expect_kind(n, YNODE_MAPPING, "size", d))
+        assert(n);
+        assert(m);
+        assert(d);
+
+        if (node_expect_kind(n, YNODE_MAPPING, "size", d) < 0)
                 return -EINVAL;
         for (size_t i = 0; i < n->n_pairs; i++) {
                 const YPair *p = &n->pairs[i];
@@ -119,7 +128,7 @@ static int parse_size_range(const YNode *n, Match *m, Diag *d) {
                         node_unknown_key(p, "size", keys, 2, d);
                         return -EINVAL;
                 }
-                if (!node_expect_string(p->value, p->key->scalar, d))
+                if (node_expect_string(p->value, p->key->scalar, d) < 0)
                         return -EINVAL;
                 if (parse_size(p->value->scalar, &v) < 0)
                         return diag_add(d, &p->value->mark,
@@ -145,8 +154,9 @@ static int parse_match(const YNode *n, Match *m, Diag *d) {
 
         assert(n);
         assert(m);
+        assert(d);
 
-        if (!node_expect_kind(n, YNODE_MAPPING, "match", d))
+        if (node_expect_kind(n, YNODE_MAPPING, "match", d) < 0)
                 return -EINVAL;
         for (size_t i = 0; i < n->n_pairs; i++) {
                 const YPair *p = &n->pairs[i];
@@ -184,7 +194,7 @@ static int parse_match(const YNode *n, Match *m, Diag *d) {
                                 m->rotational = b ? TRI_TRUE : TRI_FALSE;
                 } else if (streq(key, "numa_node")) {
                         int v;
-                        if (!node_expect_string(p->value, key, d))
+                        if (node_expect_string(p->value, key, d) < 0)
                                 q = -EINVAL;
                         else if (safe_atoi(p->value->scalar, &v) < 0 || v < -1 || v > 1023)
                                 q = diag_add(d, &p->value->mark,
@@ -197,7 +207,7 @@ static int parse_match(const YNode *n, Match *m, Diag *d) {
                 } else if (streq(key, "size"))
                         q = parse_size_range(p->value, m, d);
                 else if (streq(key, "udev")) {
-                        if (!node_expect_kind(p->value, YNODE_MAPPING, "udev", d))
+                        if (node_expect_kind(p->value, YNODE_MAPPING, "udev", d) < 0)
                                 q = -EINVAL;
                         else {
                                 m->udev = calloc(p->value->n_pairs ?: 1, sizeof(UdevMatch));
@@ -205,7 +215,7 @@ static int parse_match(const YNode *n, Match *m, Diag *d) {
                                         return -ENOMEM;
                                 for (size_t j = 0; j < p->value->n_pairs; j++) {
                                         const YPair *u = &p->value->pairs[j];
-                                        if (!node_expect_string(u->value, u->key->scalar, d) ||
+                                        if (node_expect_string(u->value, u->key->scalar, d) < 0 ||
                                             check_glob(u->value, u->key->scalar, d) < 0) {
                                                 q = -EINVAL;
                                                 continue;
@@ -236,12 +246,13 @@ int rule_parse(const YNode *n, Rule *rule, Diag *d) {
 
         assert(n);
         assert(rule);
+        assert(d);
 
         rule->match.rotational = TRI_UNSET;
         rule->set_irq.keep_irqbalance_away = -1;
         if (mark_copy(&rule->mark, &n->mark) < 0)
                 return -ENOMEM;
-        if (!node_expect_kind(n, YNODE_MAPPING, "rule", d)) {
+        if (node_expect_kind(n, YNODE_MAPPING, "rule", d) < 0) {
                 if (asprintf_safe(&rule->name, "%s:%u", n->mark.file, n->mark.line) < 0)
                         return -ENOMEM;
                 return -EINVAL;
@@ -264,7 +275,7 @@ int rule_parse(const YNode *n, Rule *rule, Diag *d) {
                 } else if (streq(key, "exclude"))
                         q = node_parse_bool(p->value, key, &rule->exclude, d);
                 else if (streq(key, "set")) {
-                        if (!node_expect_kind(p->value, YNODE_MAPPING, "set", d))
+                        if (node_expect_kind(p->value, YNODE_MAPPING, "set", d) < 0)
                                 q = -EINVAL;
                         else
                                 for (size_t j = 0; j < p->value->n_pairs; j++) {

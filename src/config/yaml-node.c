@@ -51,16 +51,20 @@ YNode *ynode_get(const YNode *map, const char *key) {
 }
 
 bool ynode_is_null(const YNode *n) {
+        assert(n);
+
         return n->kind == YNODE_SCALAR && !n->quoted &&
                (isempty(n->scalar) || streq(n->scalar, "~") || streq(n->scalar, "null") ||
                 streq(n->scalar, "Null") || streq(n->scalar, "NULL"));
 }
 
 static YNode *ynode_new(YNodeKind kind, const char *file, const yaml_mark_t *m) {
-        YNode *n = calloc(1, sizeof(YNode));
+        YNode *n;
 
+        assert(file);
         assert(m);
 
+        n = calloc(1, sizeof(YNode));
         if (!n)
                 return NULL;
         n->kind = kind;
@@ -82,6 +86,9 @@ typedef struct KeySet {
 
 static size_t key_hash(const char *s) {
         size_t h = 14695981039346656037ULL; /* FNV-1a */
+
+        assert(s);
+
         for (; *s; s++)
                 h = (h ^ (unsigned char) *s) * 1099511628211ULL;
         return h;
@@ -91,7 +98,9 @@ static size_t key_hash(const char *s) {
 static int key_set_add(KeySet *set, YNode *k, YNode **ret_dup) {
         size_t i;
 
+        assert(set);
         assert(k);
+        assert(ret_dup);
 
         if ((set->n + 1) * 2 > set->n_slots) {
                 size_t ns = set->n_slots ? set->n_slots * 2 : 16;
@@ -138,10 +147,12 @@ typedef struct Builder {
 } Builder;
 
 static int grow(void **p, size_t *alloc, size_t n, size_t size) {
-        assert(p);
-
         void *np;
         size_t a;
+
+        assert(p);
+        assert(alloc);
+
         if (n < *alloc)
                 return 0;
         a = *alloc ? *alloc * 2 : 4;
@@ -157,6 +168,7 @@ static int builder_attach(Builder *b, YNode *n) {
         Frame *top;
         YNode *parent;
 
+        assert(b);
         assert(n);
 
         if (b->depth == 0) {
@@ -237,6 +249,7 @@ static int builder_attach(Builder *b, YNode *n) {
 }
 
 static int builder_push(Builder *b, YNode *n) {
+        assert(b);
         assert(n);
 
         /* Counted on the event stream, so a deeply nested document stops here, after
@@ -265,10 +278,11 @@ static void frame_done(Frame *f) {
 }
 
 static int builder_pop(Builder *b) {
-        Frame f = b->stack[--b->depth];
+        Frame f;
 
         assert(b);
 
+        f = b->stack[--b->depth];
         ynode_free(f.key); /* only set if the document was cut short */
         frame_done(&f);
         return builder_attach(b, f.node);
@@ -293,6 +307,7 @@ static void builder_done(Builder *b) {
 static void offset_to_mark(const char *text, size_t len, size_t offset, Mark *m) {
         unsigned line = 1, column = 1;
 
+        assert(text || len == 0);
         assert(m);
 
         for (size_t i = 0; i < offset && i < len; i++) {
@@ -310,24 +325,30 @@ static void offset_to_mark(const char *text, size_t len, size_t offset, Mark *m)
 /* "!!str" for libyaml's resolved "tag:yaml.org,2002:str", as the file spells it. */
 static int tag_error(Diag *diag, const char *name, const yaml_mark_t *ym, const char *tag) {
         static const char yaml_org[] = "tag:yaml.org,2002:";
-        Mark m = { .file = (char *) name, .line = (unsigned) ym->line + 1, .column = (unsigned) ym->column + 1 };
-        bool std = str_startswith(tag, yaml_org);
+        Mark m;
+        bool std;
 
+        assert(diag);
         assert(name);
         assert(ym);
+        assert(tag);
 
+        m = (Mark) { .file = (char *) name, .line = (unsigned) ym->line + 1, .column = (unsigned) ym->column + 1 };
+        std = str_startswith(tag, yaml_org);
         return diag_add(diag, &m, "YAML tags (%s%s) are not supported; remove the tag and write the value plainly",
                         std ? "!!" : "", std ? tag + strlen(yaml_org) : tag);
 }
 
 int ynode_parse_string(const char *text, size_t len, const char *name, YNode **ret, Diag *diag) {
-        assert(name);
-        assert(ret);
-
         yaml_parser_t parser;
         Builder b = { .diag = diag };
         bool done = false, seen_document = false;
         int r = 0;
+
+        assert(text || len == 0);
+        assert(name);
+        assert(ret);
+        assert(diag);
 
         if (!yaml_parser_initialize(&parser))
                 return -ENOMEM;
@@ -441,10 +462,13 @@ int ynode_parse_string(const char *text, size_t len, const char *name, YNode **r
 }
 
 int ynode_check_owner(const char *path, const struct stat *st, Diag *diag) {
+        mode_t mode;
+
         assert(path);
+        assert(st);
+        assert(diag);
 
-        mode_t mode = st->st_mode & 07777;
-
+        mode = st->st_mode & 07777;
         if (st->st_uid != 0 && st->st_uid != geteuid())
                 return diag_add_file(diag, path, "owned by uid %u, not root, refusing it (mode %04o)",
                                      (unsigned) st->st_uid, (unsigned) mode) == -ENOMEM ? -ENOMEM : -EPERM;
@@ -469,6 +493,8 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len, Diag 
 
         assert(path);
         assert(ret);
+        assert(ret_len);
+        assert(diag);
 
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
@@ -506,6 +532,7 @@ int ynode_parse_file(const char *path, YNode **ret, Diag *diag) {
 
         assert(path);
         assert(ret);
+        assert(diag);
 
         r = read_config_file(path, &buf, &len, diag);
         if (r < 0)

@@ -15,6 +15,8 @@
 #define CPUSET_MAX_CPU 65535u
 
 void cpuset_done(CpuSet *s) {
+        assert(s);
+
         free(s->bits);
         s->bits = NULL;
         s->n_words = 0;
@@ -22,6 +24,8 @@ void cpuset_done(CpuSet *s) {
 
 int cpuset_add(CpuSet *s, unsigned cpu) {
         size_t w = cpu / WORD_BITS;
+
+        assert(s);
 
         if (cpu > CPUSET_MAX_CPU)
                 return -ERANGE;
@@ -39,17 +43,25 @@ int cpuset_add(CpuSet *s, unsigned cpu) {
 
 bool cpuset_contains(const CpuSet *s, unsigned cpu) {
         size_t w = cpu / WORD_BITS;
+
+        assert(s);
+
         return w < s->n_words && (s->bits[w] & (1UL << (cpu % WORD_BITS)));
 }
 
 size_t cpuset_count(const CpuSet *s) {
         size_t n = 0;
+
+        assert(s);
+
         for (size_t i = 0; i < s->n_words; i++)
                 n += __builtin_popcountl(s->bits[i]);
         return n;
 }
 
 unsigned cpuset_span(const CpuSet *s) {
+        assert(s);
+
         for (size_t i = s->n_words; i > 0; i--)
                 if (s->bits[i - 1])
                         return (unsigned) ((i - 1) * WORD_BITS + (WORD_BITS - __builtin_clzl(s->bits[i - 1])));
@@ -58,6 +70,7 @@ unsigned cpuset_span(const CpuSet *s) {
 
 int cpuset_or(CpuSet *dst, const CpuSet *src) {
         assert(dst);
+        assert(src);
 
         if (src->n_words > dst->n_words) {
                 unsigned long *n = realloc(dst->bits, src->n_words * sizeof(unsigned long));
@@ -73,7 +86,12 @@ int cpuset_or(CpuSet *dst, const CpuSet *src) {
 }
 
 bool cpuset_intersects(const CpuSet *a, const CpuSet *b) {
-        size_t n = MIN(a->n_words, b->n_words);
+        size_t n;
+
+        assert(a);
+        assert(b);
+
+        n = MIN(a->n_words, b->n_words);
         for (size_t i = 0; i < n; i++)
                 if (a->bits[i] & b->bits[i])
                         return true;
@@ -97,6 +115,10 @@ bool cpuset_equal(const CpuSet *a, const CpuSet *b) {
 
 int cpuset_copy(CpuSet *dst, const CpuSet *src) {
         CpuSet c = {};
+
+        assert(dst);
+        assert(src);
+
         if (src->n_words) {
                 c.bits = malloc(src->n_words * sizeof(unsigned long));
                 if (!c.bits)
@@ -112,6 +134,10 @@ int cpuset_copy(CpuSet *dst, const CpuSet *src) {
 static int parse_cpu(const char **p, unsigned *ret) {
         unsigned long v;
         char *end;
+
+        assert(p);
+        assert(*p);
+        assert(ret);
 
         if (!isdigit((unsigned char) **p))
                 return -EINVAL;
@@ -189,12 +215,15 @@ fail:
 int cpuset_format(const CpuSet *s, char **ret) {
         char *buf = NULL;
         size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
-        unsigned span = cpuset_span(s);
+        FILE *f;
+        unsigned span;
         bool first = true;
 
+        assert(s);
         assert(ret);
 
+        f = open_memstream(&buf, &size);
+        span = cpuset_span(s);
         if (!f)
                 return -ENOMEM;
         for (unsigned i = 0; i < span; i++) {

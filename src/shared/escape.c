@@ -11,6 +11,8 @@ static size_t utf8_valid_len(const unsigned char *s) {
         uint32_t cp;
         size_t n;
 
+        assert(s);
+
         if (s[0] < 0x80)
                 return 1;
         if (s[0] >= 0xc2 && s[0] <= 0xdf) {
@@ -41,6 +43,8 @@ static size_t utf8_valid_len(const unsigned char *s) {
 static size_t escape_byte(unsigned char c, char out[static 5]) {
         static const char hex[] = "0123456789abcdef";
         char e = 0;
+
+        assert(out);
 
         switch (c) {
         case '\a': e = 'a'; break;
@@ -100,12 +104,13 @@ static int sink_emit(const char *piece, size_t n, void *userdata) {
         Sink *k = userdata;
 
         assert(piece);
+        assert(userdata);
 
         if (k->len + 4 <= k->size)
                 k->room_for_dots = k->len;
         if (k->len + n + 1 > k->size) {
                 k->truncated = true;
-                return -1;
+                return -ENOBUFS;
         }
         memcpy(k->buf + k->len, piece, n);
         k->len += n;
@@ -165,11 +170,14 @@ const char *esc(const char *s) {
 
 static int file_emit(const char *piece, size_t n, void *userdata) {
         assert(piece);
+        assert(userdata);
 
-        return fwrite(piece, 1, n, userdata) == n ? 0 : -1;
+        return fwrite(piece, 1, n, userdata) == n ? 0 : -EIO;
 }
 
 int fputs_escaped(const char *s, FILE *f) {
+        assert(f);
+
         if (!s)
                 return 0;
         escape_walk(s, file_emit, f);

@@ -19,6 +19,7 @@ int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len) {
         size_t len = 0, alloc = 0;
 
         assert(ret);
+        assert(ret_len);
 
         for (;;) {
                 ssize_t n;
@@ -125,27 +126,35 @@ static int open_regular(const char *path, int extra_flags, size_t max, bool chec
 }
 
 int read_regular_fd(int fd, size_t max, char **ret) {
-        int r = check_regular_fd(fd, max, false);
+        int r;
+
+        assert(ret);
+
+        r = check_regular_fd(fd, max, false);
         if (r < 0)
                 return r;
         return read_fd_bounded(fd, max, ret);
 }
 
 int read_full_file(const char *path, size_t max, char **ret) {
-        _cleanup_close_ int fd = open_regular(path, 0, max, false);
+        _cleanup_close_ int fd = -1;
 
         assert(path);
+        assert(ret);
 
+        fd = open_regular(path, 0, max, false);
         if (fd < 0)
                 return fd;
         return read_fd_bounded(fd, max, ret);
 }
 
 int read_regular_file(const char *path, size_t max, char **ret) {
-        _cleanup_close_ int fd = open_regular(path, O_NOFOLLOW, max, true);
+        _cleanup_close_ int fd = -1;
 
         assert(path);
+        assert(ret);
 
+        fd = open_regular(path, O_NOFOLLOW, max, true);
         if (fd < 0)
                 return fd;
         return read_fd_bounded(fd, max, ret);
@@ -153,15 +162,19 @@ int read_regular_file(const char *path, size_t max, char **ret) {
 
 int read_attr(const char *path, char **ret) {
         assert(path);
+        assert(ret);
 
         return read_full_file(path, ATTR_MAX, ret);
 }
 
 int read_attr_at(const char *dir, const char *attr, char **ret) {
-        _cleanup_free_ char *p = path_join(dir, attr);
+        _cleanup_free_ char *p = NULL;
 
         assert(dir);
+        assert(attr);
+        assert(ret);
 
+        p = path_join(dir, attr);
         if (!p)
                 return -ENOMEM;
         return read_attr(p, ret);
@@ -174,6 +187,7 @@ int write_attr(const char *path, const char *value) {
         ssize_t n;
 
         assert(path);
+        assert(value);
 
         if (asprintf_safe(&line, "%s\n", value) < 0)
                 return -ENOMEM;
@@ -205,17 +219,24 @@ int write_attr(const char *path, const char *value) {
 }
 
 int write_attr_at(const char *dir, const char *attr, const char *value) {
-        _cleanup_free_ char *p = path_join(dir, attr);
+        _cleanup_free_ char *p = NULL;
 
         assert(dir);
+        assert(attr);
+        assert(value);
 
+        p = path_join(dir, attr);
         if (!p)
                 return -ENOMEM;
         return write_attr(p, value);
 }
 
 int mkdir_p(const char *path, unsigned mode) {
-        _cleanup_free_ char *p = strdup(path);
+        _cleanup_free_ char *p = NULL;
+
+        assert(path);
+
+        p = strdup(path);
         if (!p)
                 return -ENOMEM;
         for (char *s = p + 1; *s; s++) {
@@ -238,6 +259,7 @@ static int open_temp(const char *path, WriteFileFlags flags, char **ret_tmp) {
         int fd;
 
         assert(path);
+        assert(ret_tmp);
 
         if (!(flags & WRITE_FILE_EXCL_TEMP)) {
                 _cleanup_free_ char *tmp = NULL;
@@ -274,6 +296,9 @@ int write_file_atomic_full(const char *path, const char *contents, size_t len, W
         size_t done = 0;
         int r;
 
+        assert(path);
+        assert(contents || len == 0);
+
         dir = strdup(path);
         if (!dir)
                 return -ENOMEM;
@@ -309,6 +334,7 @@ int write_file_atomic_full(const char *path, const char *contents, size_t len, W
 
 int write_file_atomic(const char *path, const char *contents, size_t len) {
         assert(path);
+        assert(contents || len == 0);
 
         return write_file_atomic_full(path, contents, len, 0);
 }

@@ -34,6 +34,8 @@ int log_get_max_level(void) {
 }
 
 void log_set_program_name(const char *name) {
+        assert(name);
+
         log_program = name;
 }
 
@@ -42,6 +44,10 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         char buf[2048];
         va_list ap;
         int saved = errno;
+
+        assert(file);
+        assert(func);
+        assert(format);
 
         error = error < 0 ? -error : error;
         if (level > log_max_level)

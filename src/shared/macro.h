@@ -4,6 +4,7 @@
 /* The few cleanup helpers iotuned needs. libsystemd does not export systemd's own
  * macro.h, so this is a deliberately tiny subset of the same idioms. */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,11 +24,13 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 static inline void freep(void *p) {
+        assert(p);
         free(*(void **) p);
 }
 #define _cleanup_free_ _cleanup_(freep)
 
 static inline void closep(int *fd) {
+        assert(fd);
         if (*fd >= 0) {
                 int saved = errno;
                 (void) close(*fd);
@@ -37,6 +40,7 @@ static inline void closep(int *fd) {
 #define _cleanup_close_ _cleanup_(closep)
 
 static inline void fclosep(FILE **f) {
+        assert(f);
         if (*f)
                 (void) fclose(*f);
 }
@@ -60,6 +64,7 @@ static inline void fclosep(FILE **f) {
 /* Define a NULL-safe freep-style helper for a type with a NULL-safe free function. */
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)           \
         static inline void func##p(type *p) {             \
+                assert(p);                                \
                 if (*p)                                   \
                         func(*p);                         \
         }

@@ -47,11 +47,14 @@ static int openat2_in_root(int dirfd, const char *path, int flags, mode_t mode) 
  * is relative to the root ("" for the root itself), plus in *ret_missing the
  * components from the first one that does not exist. */
 static int resolve_by_hand(int rootfd, const char *path, char **ret, char **ret_missing) {
-        _cleanup_free_ char *cur = strdup(""), *todo = strdup(path);
+        _cleanup_free_ char *cur = NULL, *todo = NULL;
         unsigned links = 0;
 
+        assert(path);
         assert(ret);
 
+        cur = strdup("");
+        todo = strdup(path);
         if (!cur || !todo)
                 return -ENOMEM;
         for (;;) {
@@ -137,7 +140,11 @@ static int resolve_by_hand(int rootfd, const char *path, char **ret, char **ret_
 }
 
 static int open_root_dir(const char *root) {
-        int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int fd;
+
+        assert(root);
+
+        fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         return fd < 0 ? negative_errno() : fd;
 }
 
@@ -189,6 +196,8 @@ static int read_in_root(const char *root, const char *path, size_t max, int extr
         _cleanup_close_ int fd = -1;
 
         assert(path);
+        assert(root);
+        assert(ret);
 
         /* O_NONBLOCK: a FIFO without a writer does not block the open. */
         fd = root_open(root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | extra_flags, 0);
@@ -200,6 +209,7 @@ static int read_in_root(const char *root, const char *path, size_t max, int extr
 
 int root_read_file(const char *root, const char *path, size_t max, char **ret) {
         assert(path);
+        assert(ret);
 
         if (!root_is_set(root))
                 return read_full_file(path, max, ret);
@@ -208,6 +218,7 @@ int root_read_file(const char *root, const char *path, size_t max, char **ret) {
 
 int root_read_regular_file(const char *root, const char *path, size_t max, char **ret) {
         assert(path);
+        assert(ret);
 
         if (!root_is_set(root))
                 return read_regular_file(path, max, ret);
@@ -218,6 +229,8 @@ int root_read_regular_file(const char *root, const char *path, size_t max, char 
 static int fd_path(int fd, char **ret) {
         char link[64], buf[PATH_MAX];
         ssize_t n;
+
+        assert(ret);
 
         snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
         n = readlink(link, buf, sizeof(buf) - 1);
@@ -234,6 +247,9 @@ int root_resolve(const char *root, const char *path, char **ret) {
         _cleanup_close_ int rootfd = -1;
         _cleanup_free_ char *tail = NULL, *real = NULL, *rel = NULL;
         int r;
+
+        assert(path);
+        assert(ret);
 
         if (!root_is_set(root)) {
                 *ret = strdup(path);

@@ -25,8 +25,14 @@ size_t strv_length(char * const *l) {
 }
 
 int strv_push(char ***l, char *value) {
-        size_t n = strv_length(*l);
-        char **c = realloc(*l, sizeof(char *) * (n + 2));
+        size_t n;
+        char **c;
+
+        assert(l);
+        assert(value);
+
+        n = strv_length(*l);
+        c = realloc(*l, sizeof(char *) * (n + 2));
         if (!c) {
                 free(value);
                 return -ENOMEM;
@@ -38,13 +44,20 @@ int strv_push(char ***l, char *value) {
 }
 
 int strv_extend(char ***l, const char *value) {
-        char *v = strdup(value);
+        char *v;
+
+        assert(l);
+        assert(value);
+
+        v = strdup(value);
         if (!v)
                 return -ENOMEM;
         return strv_push(l, v);
 }
 
 bool strv_contains(char * const *l, const char *s) {
+        assert(s);
+
         if (l)
                 for (char * const *i = l; *i; i++)
                         if (streq(*i, s))
@@ -54,6 +67,7 @@ bool strv_contains(char * const *l, const char *s) {
 
 static int cmp_str(const void *a, const void *b) {
         assert(a);
+        assert(b);
 
         return strcmp(*(char * const *) a, *(char * const *) b);
 }
@@ -66,6 +80,9 @@ void strv_sort(char **l) {
 
 char *strstrip(char *s) {
         char *e;
+
+        assert(s);
+
         while (isspace((unsigned char) *s))
                 memmove(s, s + 1, strlen(s));
         e = s + strlen(s);
@@ -79,11 +96,20 @@ char *strdup_or_null(const char *s) {
 }
 
 bool str_startswith(const char *s, const char *prefix) {
+        assert(s);
+        assert(prefix);
+
         return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
 bool str_endswith(const char *s, const char *suffix) {
-        size_t a = strlen(s), b = strlen(suffix);
+        size_t a, b;
+
+        assert(s);
+        assert(suffix);
+
+        a = strlen(s);
+        b = strlen(suffix);
         return a >= b && memcmp(s + a - b, suffix, b) == 0;
 }
 
@@ -91,6 +117,9 @@ int asprintf_safe(char **ret, const char *fmt, ...) {
         va_list ap;
         char *s;
         int r;
+
+        assert(ret);
+        assert(fmt);
 
         va_start(ap, fmt);
         r = vasprintf(&s, fmt, ap);
@@ -104,6 +133,8 @@ int asprintf_safe(char **ret, const char *fmt, ...) {
 char *path_join(const char *a, const char *b) {
         char *s;
         size_t la;
+
+        assert(b);
 
         if (isempty(a))
                 return strdup(b);
@@ -121,6 +152,8 @@ int safe_atoi64(const char *s, int64_t *ret) {
         char *end;
         long long v;
 
+        assert(ret);
+
         if (isempty(s) || isspace((unsigned char) s[0]))
                 return -EINVAL;
         errno = 0;
@@ -136,6 +169,8 @@ int safe_atoi64(const char *s, int64_t *ret) {
 int safe_atou64(const char *s, uint64_t *ret) {
         int64_t v;
         int r;
+
+        assert(ret);
 
         if (!isempty(s) && s[0] == '-')
                 return -ERANGE;
@@ -161,7 +196,11 @@ int safe_atou64(const char *s, uint64_t *ret) {
 
 int safe_atoi(const char *s, int *ret) {
         int64_t v;
-        int r = safe_atoi64(s, &v);
+        int r;
+
+        assert(ret);
+
+        r = safe_atoi64(s, &v);
         if (r < 0)
                 return r;
         if (v < INT32_MIN || v > INT32_MAX)
@@ -172,10 +211,11 @@ int safe_atoi(const char *s, int *ret) {
 
 int safe_atou(const char *s, unsigned *ret) {
         uint64_t v;
-        int r = safe_atou64(s, &v);
+        int r;
 
         assert(ret);
 
+        r = safe_atou64(s, &v);
         if (r < 0)
                 return r;
         if (v > UINT32_MAX)
@@ -187,6 +227,8 @@ int safe_atou(const char *s, unsigned *ret) {
 int parse_boolean(const char *s) {
         static const char *const yes[] = { "1", "yes", "y", "true", "on" };
         static const char *const no[] = { "0", "no", "n", "false", "off" };
+
+        assert(s);
 
         for (size_t i = 0; i < ELEMENTSOF(yes); i++)
                 if (strcasecmp(s, yes[i]) == 0)
@@ -205,6 +247,9 @@ typedef struct UnitFactor {
 static int parse_with_units(const char *s, const UnitFactor *units, size_t n_units, uint64_t *ret) {
         char *end;
         unsigned long long v;
+
+        assert(units);
+        assert(ret);
 
         if (isempty(s) || !isdigit((unsigned char) s[0]))
                 return -EINVAL;
@@ -233,6 +278,9 @@ int parse_size(const char *s, uint64_t *ret) {
                 { "T", 1ULL << 40 }, { "TiB", 1ULL << 40 },
                 { "P", 1ULL << 50 }, { "PiB", 1ULL << 50 },
         };
+
+        assert(ret);
+
         return parse_with_units(s, units, ELEMENTSOF(units), ret);
 }
 
@@ -241,6 +289,9 @@ int parse_duration_usec(const char *s, uint64_t *ret) {
                 { "us", 1 }, { "ms", 1000 }, { "s", 1000000 }, { "", 1000000 },
                 { "min", 60000000ULL }, { "m", 60000000ULL }, { "h", 3600000000ULL },
         };
+
+        assert(ret);
+
         return parse_with_units(s, units, ELEMENTSOF(units), ret);
 }
 
@@ -251,6 +302,8 @@ bool glob_match(const char *pattern, const char *s) {
 }
 
 bool string_has_glob(const char *s) {
+        assert(s);
+
         return strpbrk(s, "*?[") != NULL;
 }
 

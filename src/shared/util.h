@@ -9,7 +9,7 @@
 
 #include "macro.h"
 
-/* NULL-terminated string vectors. */
+/* NULL-terminated string vectors; a NULL vector is an empty one. */
 char **strv_free(char **l);
 DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free);
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
@@ -26,9 +26,10 @@ char *strdup_or_null(const char *s);
 bool str_startswith(const char *s, const char *prefix);
 bool str_endswith(const char *s, const char *suffix);
 int asprintf_safe(char **ret, const char *fmt, ...) _printf_(2, 3);
-char *path_join(const char *a, const char *b);   /* "a/b", tolerates slashes; NULL on OOM */
+char *path_join(const char *a, const char *b);   /* "a/b", tolerates slashes; a NULL or "" a gives b; NULL on OOM */
 
-/* Strict integer parsing: whole string, base 10, range checked. -EINVAL / -ERANGE. */
+/* Strict integer parsing: whole string, base 10, range checked. -EINVAL / -ERANGE
+ * (a NULL or empty s is -EINVAL). */
 int safe_atoi64(const char *s, int64_t *ret);
 int safe_atou64(const char *s, uint64_t *ret);
 int safe_atoi(const char *s, int *ret);
@@ -36,12 +37,13 @@ int safe_atou(const char *s, unsigned *ret);
 
 /* "true/false/yes/no/on/off/1/0" -> 1 / 0, else -EINVAL */
 int parse_boolean(const char *s);
-/* "64M", "2T", "512" (bytes); binary units. */
+/* "64M", "2T", "512" (bytes); binary units. A NULL or empty s is -EINVAL, as for
+ * parse_duration_usec(). */
 int parse_size(const char *s, uint64_t *ret);
 /* "5s", "250ms", "1min", "2h" -> microseconds */
 int parse_duration_usec(const char *s, uint64_t *ret);
 
-bool glob_match(const char *pattern, const char *s);
+bool glob_match(const char *pattern, const char *s); /* a NULL s matches nothing */
 bool string_has_glob(const char *s);
 
 /* clock_gettime(clock) in microseconds. */

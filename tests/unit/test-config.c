@@ -790,10 +790,35 @@ TEST(malformed_corpus) {
         ASSERT_TRUE(cases >= 15);
 }
 
+/* Callers pass the root as they were given it: NULL, "" and "/" are the real
+ * root, anything else is prefixed; --config replaces the search path. */
+TEST(paths_default_takes_the_root_as_given) {
+        static const char *const real[] = { NULL, "", "/" };
+        ConfigPaths p = {};
+
+        for (size_t i = 0; i < sizeof(real) / sizeof(real[0]); i++) {
+                ASSERT_INT_EQ(config_paths_default(real[i], NULL, &p), 0);
+                ASSERT_TRUE(p.builtin);
+                ASSERT_STREQ(p.dirs[0], IOTUNED_ETC_DIR);
+                ASSERT_STREQ(p.dirs[1], IOTUNED_RUN_DIR);
+                ASSERT_STREQ(p.dirs[2], IOTUNED_VENDOR_DIR);
+                ASSERT_TRUE(!p.dirs[3]);
+                config_paths_done(&p);
+        }
+        ASSERT_INT_EQ(config_paths_default("/srv/tree/", NULL, &p), 0);
+        ASSERT_TRUE(str_startswith(p.dirs[0], "/srv/tree/") && streq(p.dirs[0] + strlen("/srv/tree"), IOTUNED_ETC_DIR));
+        config_paths_done(&p);
+        ASSERT_INT_EQ(config_paths_default("/srv/tree", "/tmp/conf", &p), 0);
+        ASSERT_STREQ(p.dirs[0], "/tmp/conf");
+        ASSERT_TRUE(!p.dirs[1]);
+        config_paths_done(&p);
+}
+
 TEST_MAIN(T(builtin_defaults_without_any_file), T(etc_overrides_vendor_by_file_name),
           T(dropins_in_name_order_later_wins), T(empty_rules_list_resets), T(dev_null_masks),
           T(extends_inherits_with_origins), T(rule_set_overrides_and_match_fields), T(limit_keys_per_mapping),
           T(limit_items_per_list), T(limit_nesting_depth), T(encoding_errors_at_their_position),
           T(non_scalar_key_then_empty_key), T(yaml_tags_refused), T(fifo_and_size_refused),
           T(extends_chain_limit_and_speed), T(extends_parent_resolved_once), T(many_profiles_and_dropins),
-          T(rules_limit), T(diagnostics_capped), T(config_dir_is_a_file), T(hidden_files_skipped_relative_mask), T(permissions_refused), T(malformed_corpus))
+          T(rules_limit), T(diagnostics_capped), T(config_dir_is_a_file), T(hidden_files_skipped_relative_mask), T(permissions_refused), T(malformed_corpus),
+          T(paths_default_takes_the_root_as_given))

@@ -132,6 +132,37 @@ static bool rescan_paths(Manager *m, const char *syspath, bool all) {
 
 static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata);
 
+/* Read the controller state of every planned path again; a path whose controller
+ * is no longer live is lost for now (reported at info: the fabric reconnects it,
+ * and its "connected" event has it tuned again). True when a state changed. */
+static bool refresh_path_states(Manager *m) {
+        bool changed = false;
+
+        assert(m);
+
+        for (size_t i = 0; i < m->plan.n; i++) {
+                DevicePlan *p = m->plan.devices[i];
+                NvmeCtrl *c = p->device->nvme;
+                _cleanup_free_ char *state = NULL;
+
+                if (!p->device->multipath_head_name || !c || !c->syspath ||
+                    read_attr_at(c->syspath, "state", &state) < 0)
+                        continue;
+                strstrip(state);
+                if (streq_ptr(c->state, state))
+                        continue;
+                if (!streq(state, "live"))
+                        log_info("%s: multipath path lost for now (controller %s %s); tuned again when it reconnects.",
+                                 p->device->name, c->name, state);
+                else
+                        log_info("%s: multipath path back (controller %s live).", p->device->name, c->name);
+                free(c->state);
+                c->state = TAKE_PTR(state);
+                changed = true;
+        }
+        return changed;
+}
+
 /* Keep listing the paths below `syspath` for PATH_WATCH_FOR_USEC from now. */
 static void path_watch(Manager *m, const char *syspath) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
@@ -198,6 +229,10 @@ static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
         if (m->path_watch)
                 m->path_watch[j] = NULL;
         m->in_batch = false;
+        changed = refresh_path_states(m) || changed;
+        for (size_t i = 0; next == UINT64_MAX && i < m->plan.n; i++)
+                if (m->plan.devices[i]->device->multipath_head_name)
+                        next = PATH_STATE_POLL_USEC;
         if (changed) {
                 manager_sync_irqbalance(m, false);
                 manager_write_status(m);
@@ -368,6 +403,12 @@ int manager_watch_udev(Manager *m) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(m->monitor_source, "udev-monitor");
+        /* Paths tuned at start: their states are polled from the first check on. */
+        r = sd_event_add_time(m->event, &m->path_watch_source, CLOCK_MONOTONIC,
+                              now_usec(CLOCK_MONOTONIC) + PATH_STATE_POLL_USEC, 0, on_path_watch, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(m->path_watch_source, "nvme-path-watch");
         r = sd_event_add_defer(m->event, &m->batch_source, on_batch, m);
         if (r < 0)
                 return r;

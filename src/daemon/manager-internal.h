@@ -43,6 +43,10 @@ static inline uint64_t manager_now(Manager *m, clockid_t clock) {
 #define PATH_WATCH_FAST_FOR_USEC (2 * USEC_PER_SEC)
 #define PATH_WATCH_SLOW_USEC (1 * USEC_PER_SEC)
 #define PATH_WATCH_FOR_USEC (15 * USEC_PER_SEC)
+/* A path lost to its fabric (controller resetting or connecting) sends nothing
+ * until it is live again: the controller states of the planned paths are read
+ * this often (hotplug.c), for the journal and status.json. */
+#define PATH_STATE_POLL_USEC (5 * USEC_PER_SEC)
 
 /* At stop, withdrawing the irqbalance bans is retried until this long after
  * SIGTERM (bans.c). */

@@ -40,7 +40,7 @@ static inline uint64_t manager_now(Manager *m, clockid_t clock) {
  * that adds them runs from a work queue after NVME_EVENT=connected
  * (drivers/nvme/host/core.c nvme_start_ctrl -> nvme_queue_scan). */
 #define PATH_WATCH_FAST_USEC (50ULL * 1000ULL)
-#define PATH_WATCH_FAST_FOR_USEC (2 * USEC_PER_SEC)
+#define PATH_WATCH_FAST_FOR_USEC (5 * USEC_PER_SEC)
 #define PATH_WATCH_SLOW_USEC (1 * USEC_PER_SEC)
 #define PATH_WATCH_FOR_USEC (15 * USEC_PER_SEC)
 /* A path lost to its fabric (controller resetting or connecting) sends nothing

@@ -34,13 +34,21 @@
 
 /* "nvme1" (a controller), "nvme-subsys1" (a subsystem), or neither. */
 static bool is_ctrl_name(const char *name) {
+        assert(name);
+
+        if (!str_startswith(name, "nvme"))
+                return false;
         size_t n = strspn(name + 4, "0123456789");
-        return str_startswith(name, "nvme") && n > 0 && name[4 + n] == 0;
+        return n > 0 && name[4 + n] == 0;
 }
 
 static bool is_subsys_name(const char *name) {
+        assert(name);
+
+        if (!str_startswith(name, "nvme-subsys"))
+                return false;
         size_t n = strspn(name + 11, "0123456789");
-        return str_startswith(name, "nvme-subsys") && n > 0 && name[11 + n] == 0;
+        return n > 0 && name[11 + n] == 0;
 }
 
 /* Is the planned path still the disk we tuned? A path disk of the same name may
@@ -248,7 +256,7 @@ static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
 /* An event of an NVMe controller or subsystem (`name` is the last part of its
  * syspath). True when a plan changed. */
 static bool on_nvme_event(Manager *m, const char *action, const char *syspath, const char *name) {
-        bool changed = false;
+        bool changed;
 
         assert(m);
         assert(action);

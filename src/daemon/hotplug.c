@@ -238,18 +238,16 @@ static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
                 m->path_watch[j] = NULL;
         m->in_batch = false;
         changed = refresh_path_states(m) || changed;
-        for (size_t i = 0; next == UINT64_MAX && i < m->plan.n; i++)
-                if (m->plan.devices[i]->device->multipath_head_name)
-                        next = PATH_STATE_POLL_USEC;
+        /* Always re-armed: paths may also be planned at a reload, without an NVMe
+         * event; a check with no path planned is a loop over the plans. */
+        next = MIN(next, PATH_STATE_POLL_USEC);
         if (changed) {
                 manager_sync_irqbalance(m, false);
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
-        if (next != UINT64_MAX) {
-                (void) sd_event_source_set_time(s, now + next);
-                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        }
+        (void) sd_event_source_set_time(s, now + next);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
 }
 

@@ -39,6 +39,31 @@ static void status_nvme_controllers(const Status *st) {
         }
 }
 
+/* One line per NVMe multipath path disk, under its head: the controller it goes
+ * through and its state. A path that is not live is lost for now, not failed. */
+static void status_multipath_paths(const Status *st) {
+        bool any = false;
+
+        assert(st);
+
+        for (size_t i = 0; i < st->n_devices; i++) {
+                const StatusDevice *d = &st->devices[i];
+                const StatusPath *p = d->path;
+                if (!p)
+                        continue;
+                if (!any)
+                        printf("\nNVMe multipath paths:\n");
+                any = true;
+                printf("  %-8s %-12s via %-8s %s", esc(p->head), esc(d->device), esc(p->controller ?: "?"),
+                       esc(p->state ?: "unknown"));
+                if (p->ana_state)
+                        printf(", ANA %s", esc(p->ana_state));
+                if (p->state && !streq(p->state, "live"))
+                        printf(" (path lost for now: not a failure)");
+                printf("\n");
+        }
+}
+
 int cli_status(Cli *c) {
         const char *root = c->tuner.root;
         _cleanup_free_ char *path = NULL, *text = NULL, *error = NULL;
@@ -142,6 +167,7 @@ int cli_status(Cli *c) {
         }
         strv_free(summaries);
         status_nvme_controllers(&st);
+        status_multipath_paths(&st);
         /* Anything not as desired, spelled out. */
         for (size_t i = 0; i < st.n_devices; i++) {
                 const StatusDevice *d = &st.devices[i];

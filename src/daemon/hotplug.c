@@ -1,7 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Hotplug: the udev monitor ("udev", after the rules ran) queues add, change and
- * remove events of disks; once the loop is idle the queued batch is handled,
- * a later event of a disk superseding an earlier one. */
+ * remove events of disks, NVMe controllers and NVMe subsystems; once the loop is
+ * idle the queued batch is handled, a later event of a device superseding an
+ * earlier one.
+ *
+ * NVMe native multipath: the tunable queues are the hidden path disks
+ * (nvmeXcYnZ), which send no uevent at all (GENHD_FL_HIDDEN: block/genhd.c
+ * device_add_disk leaves their uevents suppressed). What is heard is the head
+ * (nvmeXnY, its first path only), the subsystem, and each controller: "add",
+ * then "change" with NVME_EVENT=connected once it is live, on every
+ * (re)connect (drivers/nvme/host/core.c nvme_start_ctrl), and "remove" when it
+ * is deleted (nvme disconnect, ctrl_loss_tmo). So on those events the paths
+ * are listed from sysfs (nvme_path_disks()): new ones, and every path of a
+ * controller that (re)connected, are tuned; paths that vanished are reported
+ * lost, which is not a failure. The namespace scan that creates the paths runs
+ * from a work queue after "connected", so the controller or subsystem is
+ * watched (listed again) for a while after its event. */
 #include <assert.h>
 #include <errno.h>
 #include <string.h>
@@ -9,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "log.h"
 #include "manager-internal.h"
 #include "util.h"
@@ -16,6 +31,249 @@
 /* udev may queue a burst (hundreds of disks at boot, a JBOF hot-add): a large
  * receive buffer keeps the kernel from dropping events while we work. */
 #define MONITOR_RCVBUF (128 * 1024 * 1024)
+
+/* "nvme1" (a controller), "nvme-subsys1" (a subsystem), or neither. */
+static bool is_ctrl_name(const char *name) {
+        assert(name);
+
+        if (!str_startswith(name, "nvme"))
+                return false;
+        size_t n = strspn(name + 4, "0123456789");
+        return n > 0 && name[4 + n] == 0;
+}
+
+static bool is_subsys_name(const char *name) {
+        assert(name);
+
+        if (!str_startswith(name, "nvme-subsys"))
+                return false;
+        size_t n = strspn(name + 11, "0123456789");
+        return n > 0 && name[11 + n] == 0;
+}
+
+/* Is the planned path still the disk we tuned? A path disk of the same name may
+ * have been deleted and added again between two looks: its diskseq differs. */
+static bool path_unchanged(const Device *d) {
+        _cleanup_free_ char *seq = NULL;
+
+        assert(d);
+
+        if (read_attr_at(d->syspath, "diskseq", &seq) < 0)
+                return !d->diskseq && access(d->syspath, F_OK) == 0;
+        return d->diskseq && streq(strstrip(seq), d->diskseq);
+}
+
+/* Tune one path disk found by listing (it sent no uevent). 1 when tuned, 0 when it
+ * was gone again, -errno. */
+static int tune_path(Manager *m, const char *name) {
+        char *names[] = { (char *) name, NULL };
+        DeviceList l = {};
+        const char *bad = NULL;
+        Device *d;
+        int r;
+
+        assert(m);
+        assert(name);
+
+        r = tuner_lookup(&m->tuner, names, &l, &bad);
+        if (r == -ENODEV || r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        d = TAKE_PTR(l.items[0]);
+        device_list_done(&l);
+        log_debug("%s: NVMe multipath path found (controller %s, state %s); tuning it.", name,
+                  d->nvme ? d->nvme->name : "?", d->nvme && d->nvme->state ? d->nvme->state : "?");
+        r = manager_tune_device(m, d);
+        return r < 0 ? r : 1;
+}
+
+/* Planned paths that are gone: each is reported lost, once. */
+static bool forget_lost_paths(Manager *m, const char *why) {
+        bool changed = false;
+
+        assert(m);
+        assert(why);
+
+        for (size_t i = 0; i < m->plan.n;) {
+                const Device *d = m->plan.devices[i]->device;
+                if (d->multipath_head_name && access(d->syspath, F_OK) < 0 && errno == ENOENT) {
+                        _cleanup_free_ char *name = strdup(d->name);
+                        if (!name) {
+                                log_oom();
+                                return changed;
+                        }
+                        manager_forget_path(m, name, why);
+                        changed = true;
+                        continue; /* the next plan moved to i */
+                }
+                i++;
+        }
+        return changed;
+}
+
+/* List the path disks below a controller or subsystem and tune those not planned
+ * yet, or replaced since (a new diskseq), or every one when `all` (a controller
+ * that connected again: its queues were set up anew). True when a plan changed. */
+static bool rescan_paths(Manager *m, const char *syspath, bool all) {
+        _cleanup_strv_free_ char **paths = NULL;
+        bool changed = false;
+        int r;
+
+        assert(m);
+        assert(syspath);
+
+        r = nvme_path_disks(syspath, &paths);
+        if (r < 0 && r != -ENOENT)
+                log_debug_errno(r, "Cannot list the NVMe paths below %s: %m", syspath);
+        for (char **p = paths; p && *p; p++) {
+                ssize_t idx = manager_plan_index(m, *p);
+                if (idx >= 0 && !all && path_unchanged(m->plan.devices[idx]->device))
+                        continue;
+                r = tune_path(m, *p);
+                if (r < 0)
+                        log_error_errno(r, "Cannot tune the NVMe path %s: %m", *p);
+                changed = changed || r != 0;
+        }
+        return forget_lost_paths(m, "its disk is gone") || changed;
+}
+
+static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* Read the controller state of every planned path again; a path whose controller
+ * is no longer live is lost for now (reported at info: the fabric reconnects it,
+ * and its "connected" event has it tuned again). True when a state changed. */
+static bool refresh_path_states(Manager *m) {
+        bool changed = false;
+
+        assert(m);
+
+        for (size_t i = 0; i < m->plan.n; i++) {
+                DevicePlan *p = m->plan.devices[i];
+                NvmeCtrl *c = p->device->nvme;
+                _cleanup_free_ char *state = NULL;
+
+                if (!p->device->multipath_head_name || !c || !c->syspath ||
+                    read_attr_at(c->syspath, "state", &state) < 0)
+                        continue;
+                strstrip(state);
+                if (streq_ptr(c->state, state))
+                        continue;
+                if (!streq(state, "live"))
+                        log_info("%s: multipath path lost for now (controller %s %s); tuned again when it reconnects.",
+                                 p->device->name, c->name, state);
+                else
+                        log_info("%s: multipath path back (controller %s live).", p->device->name, c->name);
+                free(c->state);
+                c->state = TAKE_PTR(state);
+                changed = true;
+        }
+        return changed;
+}
+
+/* Keep listing the paths below `syspath` for PATH_WATCH_FOR_USEC from now. */
+static void path_watch(Manager *m, const char *syspath) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        ssize_t i = -1;
+        size_t n;
+        int r;
+
+        assert(m);
+        assert(syspath);
+
+        n = strv_length(m->path_watch);
+        for (size_t k = 0; k < n; k++)
+                if (streq(m->path_watch[k], syspath))
+                        i = (ssize_t) k;
+        if (i < 0) {
+                uint64_t *since = realloc(m->path_watch_since, (n + 1) * sizeof(uint64_t));
+                if (!since) {
+                        log_oom();
+                        return;
+                }
+                m->path_watch_since = since;
+                if (strv_extend(&m->path_watch, syspath) < 0) {
+                        log_oom();
+                        return;
+                }
+                i = (ssize_t) n;
+        }
+        m->path_watch_since[i] = now;
+        if (!m->path_watch_source) {
+                r = sd_event_add_time(m->event, &m->path_watch_source, CLOCK_MONOTONIC, now + PATH_WATCH_FAST_USEC,
+                                      0, on_path_watch, m);
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot watch NVMe paths for a while: %m");
+                        return;
+                }
+                (void) sd_event_source_set_description(m->path_watch_source, "nvme-path-watch");
+        } else {
+                (void) sd_event_source_set_time(m->path_watch_source, now + PATH_WATCH_FAST_USEC);
+                (void) sd_event_source_set_enabled(m->path_watch_source, SD_EVENT_ONESHOT);
+        }
+}
+
+static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        uint64_t now = now_usec(CLOCK_MONOTONIC), next = UINT64_MAX;
+        bool changed = false;
+        size_t j = 0;
+
+        assert(m);
+
+        tuner_refresh_irqs(&m->tuner);
+        m->in_batch = true; /* as for udev's events: a path removed meanwhile is not a failure */
+        for (size_t i = 0; m->path_watch && m->path_watch[i]; i++) {
+                uint64_t age = now - m->path_watch_since[i];
+                if (age >= PATH_WATCH_FOR_USEC) {
+                        free(m->path_watch[i]);
+                        continue;
+                }
+                changed = rescan_paths(m, m->path_watch[i], false) || changed;
+                next = MIN(next, age < PATH_WATCH_FAST_FOR_USEC ? PATH_WATCH_FAST_USEC : PATH_WATCH_SLOW_USEC);
+                m->path_watch_since[j] = m->path_watch_since[i];
+                m->path_watch[j++] = m->path_watch[i];
+        }
+        if (m->path_watch)
+                m->path_watch[j] = NULL;
+        m->in_batch = false;
+        changed = refresh_path_states(m) || changed;
+        /* Always re-armed: paths may also be planned at a reload, without an NVMe
+         * event; a check with no path planned is a loop over the plans. */
+        next = MIN(next, PATH_STATE_POLL_USEC);
+        if (changed) {
+                manager_sync_irqbalance(m, false);
+                manager_write_status(m);
+                manager_notify_status(m, NULL);
+        }
+        (void) sd_event_source_set_time(s, now + next);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+/* An event of an NVMe controller or subsystem (`name` is the last part of its
+ * syspath). True when a plan changed. */
+static bool on_nvme_event(Manager *m, const char *action, const char *syspath, const char *name) {
+        bool changed;
+
+        assert(m);
+        assert(action);
+        assert(syspath);
+        assert(name);
+
+        if (streq(action, "remove")) {
+                /* A deleted controller takes its path disks with it, silently. */
+                _cleanup_free_ char *why = NULL;
+                if (asprintf_safe(&why, "%s %s removed", is_ctrl_name(name) ? "controller" : "subsystem", name) < 0)
+                        return log_oom(), false;
+                return forget_lost_paths(m, why);
+        }
+        /* "change" of a controller: NVME_EVENT=connected (a (re)connect, with its
+         * queues set up anew), rediscover, or an AEN; re-tune every path of it. */
+        changed = rescan_paths(m, syspath, streq(action, "change") && is_ctrl_name(name));
+        path_watch(m, syspath);
+        return changed;
+}
 
 static int on_batch(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
@@ -44,6 +302,10 @@ static int on_batch(sd_event_source *s, void *userdata) {
                         continue;
 
                 name = strrchr(syspath, '/') + 1;
+                if (is_ctrl_name(name) || is_subsys_name(name)) {
+                        changed = on_nvme_event(m, action, syspath, name) || changed;
+                        continue;
+                }
                 if (streq(action, "remove")) {
                         manager_forget_device(m, name);
                         changed = true;
@@ -58,6 +320,16 @@ static int on_batch(sd_event_source *s, void *userdata) {
                 udev_device_unref(u);
                 if (r == -ENODEV)
                         continue;
+                if (r >= 0 && d->multipath_head && !streq(action, "remove")) {
+                        /* A head is announced when its first path goes live; that path,
+                         * and any other already there, sent nothing: list them below the
+                         * subsystem (the head's parent). */
+                        _cleanup_free_ char *subsys = strndup(syspath, name - 1 - syspath);
+                        if (subsys)
+                                path_watch(m, subsys);
+                        if (subsys && rescan_paths(m, subsys, false))
+                                changed = true;
+                }
                 if (r >= 0)
                         r = manager_tune_device(m, d);
                 if (r < 0 && access(syspath, F_OK) < 0 && errno == ENOENT)
@@ -86,8 +358,11 @@ static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userda
                 const char *action = udev_device_get_action(u), *devtype = udev_device_get_devtype(u);
                 char *entry = NULL;
 
-                if (action && devtype && streq(devtype, "disk") &&
-                    (streq(action, "add") || streq(action, "change") || streq(action, "remove")) &&
+                const char *sub = udev_device_get_subsystem(u);
+                bool wanted = (devtype && streq(devtype, "disk")) ||
+                              (sub && (streq(sub, "nvme") || streq(sub, "nvme-subsystem")));
+
+                if (action && wanted && (streq(action, "add") || streq(action, "change") || streq(action, "remove")) &&
                     asprintf_safe(&entry, "%s %s", action, udev_device_get_syspath(u)) >= 0 &&
                     strv_push(&m->pending, entry) < 0)
                         log_oom();
@@ -111,6 +386,14 @@ int manager_watch_udev(Manager *m) {
         r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "block", "disk");
         if (r < 0)
                 return r;
+        /* NVMe controllers and subsystems: the only announcements of hidden
+         * multipath paths (see the top of this file). */
+        r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "nvme", NULL);
+        if (r < 0)
+                return r;
+        r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "nvme-subsystem", NULL);
+        if (r < 0)
+                return r;
         /* libudev uses SO_RCVBUFFORCE, which needs CAP_NET_ADMIN; the unit keeps only
          * CAP_SYS_ADMIN, so fall back to SO_RCVBUF, which the kernel caps at
          * net.core.rmem_max. Bursts are drained as fast as they arrive either way. */
@@ -126,6 +409,12 @@ int manager_watch_udev(Manager *m) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(m->monitor_source, "udev-monitor");
+        /* Paths tuned at start: their states are polled from the first check on. */
+        r = sd_event_add_time(m->event, &m->path_watch_source, CLOCK_MONOTONIC,
+                              now_usec(CLOCK_MONOTONIC) + PATH_STATE_POLL_USEC, 0, on_path_watch, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(m->path_watch_source, "nvme-path-watch");
         r = sd_event_add_defer(m->event, &m->batch_source, on_batch, m);
         if (r < 0)
                 return r;

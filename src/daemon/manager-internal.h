@@ -34,6 +34,20 @@ static inline uint64_t manager_now(Manager *m, clockid_t clock) {
  * explains is reported only once it is this old (tuning.c). */
 #define PENDING_REPORT_USEC (5ULL * USEC_PER_SEC)
 
+/* After a controller's or subsystem's uevent, its hidden path disks are looked
+ * for every PATH_WATCH_FAST_USEC for PATH_WATCH_FAST_FOR_USEC, then every
+ * PATH_WATCH_SLOW_USEC until PATH_WATCH_FOR_USEC (hotplug.c): the namespace scan
+ * that adds them runs from a work queue after NVME_EVENT=connected
+ * (drivers/nvme/host/core.c nvme_start_ctrl -> nvme_queue_scan). */
+#define PATH_WATCH_FAST_USEC (50ULL * 1000ULL)
+#define PATH_WATCH_FAST_FOR_USEC (5 * USEC_PER_SEC)
+#define PATH_WATCH_SLOW_USEC (1 * USEC_PER_SEC)
+#define PATH_WATCH_FOR_USEC (15 * USEC_PER_SEC)
+/* A path lost to its fabric (controller resetting or connecting) sends nothing
+ * until it is live again: the controller states of the planned paths are read
+ * this often (hotplug.c), for the journal and status.json. */
+#define PATH_STATE_POLL_USEC (5 * USEC_PER_SEC)
+
 /* At stop, withdrawing the irqbalance bans is retried until this long after
  * SIGTERM (bans.c). */
 #define IRQBALANCE_STOP_BUDGET_USEC (8 * USEC_PER_SEC)
@@ -53,6 +67,9 @@ ssize_t manager_plan_index(const Manager *m, const char *name);
 int manager_tune_device(Manager *m, Device *d);
 int manager_tune_all(Manager *m);
 void manager_forget_device(Manager *m, const char *name);
+/* A hidden NVMe multipath path disk is gone (its controller was deleted or the
+ * namespace detached): it sends no uevent of its own. `why` says what was seen. */
+void manager_forget_path(Manager *m, const char *name, const char *why);
 void manager_keep_runtime(const DevicePlan *old, DevicePlan *new);
 void manager_restore_dropped_knobs(Manager *m, const DevicePlan *old, const DevicePlan *new);
 void manager_stamp_changes(Manager *m, DevicePlan *p);

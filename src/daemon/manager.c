@@ -23,9 +23,12 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->monitor_source);
         sd_event_source_disable_unref(m->batch_source);
         sd_event_source_disable_unref(m->drift_source);
+        sd_event_source_disable_unref(m->path_watch_source);
         sd_event_unref(m->event);
         udev_monitor_unref(m->monitor);
         strv_free(m->pending);
+        strv_free(m->path_watch);
+        free(m->path_watch_since);
         config_free(m->config);
         plan_done(&m->plan);
         tuner_done(&m->tuner);

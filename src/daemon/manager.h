@@ -29,6 +29,13 @@ typedef struct Manager {
         Tuner tuner;                     /* root, paths, udev, topology, IRQs, rebound controllers */
         struct udev_monitor *monitor;
         char **pending;                  /* queued "ACTION SYSPATH" from udev, oldest first */
+        /* NVMe controllers and subsystems whose hidden path disks are looked for again
+         * for a while after their uevent (the namespace scan that creates them runs
+         * after the "connected" event): syspaths, and when each was last announced
+         * (CLOCK_MONOTONIC). See hotplug.c. */
+        char **path_watch;
+        uint64_t *path_watch_since;
+        sd_event_source *path_watch_source;
 
         Config *config;
         Plan plan;                       /* one DevicePlan per tuned (or excluded) disk */

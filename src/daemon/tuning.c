@@ -269,7 +269,7 @@ int manager_tune_device(Manager *m, Device *d) {
         return 0;
 }
 
-void manager_forget_device(Manager *m, const char *name) {
+static void forget_device(Manager *m, const char *name, const char *path_lost) {
         ssize_t idx;
 
         assert(m);
@@ -278,14 +278,30 @@ void manager_forget_device(Manager *m, const char *name) {
         idx = manager_plan_index(m, name);
         if (idx < 0)
                 return;
-        event_device(EVENT_REMOVED, LOG_INFO, m->plan.devices[idx], "%s removed; forgetting its plan and originals",
-                     name);
+        if (path_lost)
+                /* A path of a multipath subsystem comes and goes with its fabric: an
+                 * event, not a failure; its head and the other paths carry on. */
+                event_device(EVENT_REMOVED, LOG_INFO, m->plan.devices[idx],
+                             "%s: multipath path lost (%s); forgetting its plan and originals until it returns", name,
+                             path_lost);
+        else
+                event_device(EVENT_REMOVED, LOG_INFO, m->plan.devices[idx], "%s removed; forgetting its plan and originals",
+                             name);
         (void) originals_forget(m->tuner.originals_dir, name);
         strv_drop(m->unrecorded, name);
         manager_pending_drop(m, name);
         device_plan_free(m->plan.devices[idx]);
         memmove(m->plan.devices + idx, m->plan.devices + idx + 1, (m->plan.n - idx - 1) * sizeof(DevicePlan *));
         m->plan.n--;
+}
+
+void manager_forget_device(Manager *m, const char *name) {
+        forget_device(m, name, NULL);
+}
+
+void manager_forget_path(Manager *m, const char *name, const char *why) {
+        assert(why);
+        forget_device(m, name, why);
 }
 
 int manager_tune_all(Manager *m) {

@@ -30,6 +30,7 @@ Device *device_free(Device *d) {
         nvme_ctrl_free(d->nvme);
         free(d->diskseq);
         free(d->multipath_head_name);
+        free(d->ana_state);
         hw_queues_free(d->queues, d->n_queues);
         strv_free(d->properties);
         free(d);
@@ -88,6 +89,83 @@ bool device_name_wanted(const char *name, const DiscoveryFilter *f) {
         if (name_has_prefix_num(name, "zram"))
                 return f->zram;
         return true;
+}
+
+bool device_name_is_nvme_path(const char *name) {
+        unsigned x, y, z;
+        int n = 0;
+
+        assert(name);
+
+        return sscanf(name, "nvme%uc%un%u%n", &x, &y, &z, &n) == 3 && name[n] == 0 && isdigit((unsigned char) name[4]);
+}
+
+/* nvmeY, a controller's name (a subsystem's link to it). */
+static bool name_is_nvme_ctrl(const char *name) {
+        assert(name);
+
+        if (!name_has_prefix_num(name, "nvme"))
+                return false;
+        for (const char *c = name + 4; *c; c++)
+                if (!isdigit((unsigned char) *c))
+                        return false;
+        return true;
+}
+
+static int path_disks_add(const char *dir, bool follow_ctrls, char ***l) {
+        DIR *dh;
+        struct dirent *de;
+        int r = 0;
+
+        assert(dir);
+        assert(l);
+
+        dh = opendir(dir);
+        if (!dh)
+                return -errno;
+        while ((de = readdir(dh))) {
+                if (device_name_is_nvme_path(de->d_name)) {
+                        if (!strv_contains(*l, de->d_name) && strv_extend(l, de->d_name) < 0) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                } else if (follow_ctrls && name_is_nvme_ctrl(de->d_name)) {
+                        _cleanup_free_ char *sub = path_join(dir, de->d_name);
+                        if (!sub) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        /* A controller deleted meanwhile has no paths left: not an error. */
+                        r = path_disks_add(sub, false, l);
+                        if (r == -ENOMEM)
+                                break;
+                        r = 0;
+                }
+        }
+        closedir(dh);
+        return r;
+}
+
+static int cmp_name(const void *a, const void *b) {
+        return strverscmp(*(char * const *) a, *(char * const *) b);
+}
+
+int nvme_path_disks(const char *syspath, char ***ret) {
+        char **l = NULL;
+        int r;
+
+        assert(syspath);
+        assert(ret);
+
+        r = path_disks_add(syspath, true, &l);
+        if (r < 0) {
+                strv_free(l);
+                return r;
+        }
+        if (l)
+                qsort(l, strv_length(l), sizeof(char *), cmp_name);
+        *ret = l;
+        return 0;
 }
 
 /* nvmeXcYnZ is the hidden per-controller path of the multipath head nvmeXnZ
@@ -335,6 +413,12 @@ int device_probe(struct udev_device *u, Device **ret) {
                 d->nr_tags = read_uint_attr(d->syspath, "mq/0/nr_tags");
         d->io_poll = read_uint_attr(d->syspath, "queue/io_poll") == 1;
         d->multipath_head_name = multipath_head_of(d->name);
+        /* drivers/nvme/host/multipath.c: ana_state, on the path disk when the
+         * controller reports ANA; absent otherwise. */
+        if (d->multipath_head_name && read_attr_at(d->syspath, "ana_state", &d->ana_state) == 0)
+                strstrip(d->ana_state);
+        else
+                d->ana_state = NULL;
         d->multipath_head = !d->has_mq && str_startswith(d->name, "nvme") && !d->multipath_head_name;
 
         *ret = TAKE_PTR(d);

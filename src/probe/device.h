@@ -37,6 +37,8 @@ typedef struct Device {
         bool has_mq;        /* blk-mq queue; false for bio-based disks (multipath heads, dm, md) */
         bool multipath_head;
         char *multipath_head_name; /* for a hidden path nvmeXcYnZ: its head nvmeXnZ */
+        char *ana_state;           /* for a hidden path: its ANA state (optimized, non-optimized,
+                                    * inaccessible, ...), NULL when the kernel has none */
         unsigned nr_tags;          /* mq/0/nr_tags */
         unsigned max_hw_sectors_kb;
         HwQueue *queues;
@@ -70,6 +72,18 @@ typedef struct DiscoveryFilter {
 
 /* Classify by kernel name; returns false for disks the filter leaves out. */
 bool device_name_wanted(const char *name, const DiscoveryFilter *f);
+
+/* Is `name` a hidden NVMe multipath path disk, nvmeXcYnZ (drivers/nvme/host/multipath.c)? */
+bool device_name_is_nvme_path(const char *name);
+
+/* The hidden path disks (nvmeXcYnZ) below the sysfs directory `syspath`: a
+ * controller's (/sys/class/nvme/nvmeY: its paths are its children), or, for a
+ * subsystem (/sys/class/nvme-subsystem/nvme-subsysX), those of each of its
+ * controllers, which it lists as links named nvmeY. A path disk sends no uevent
+ * (it is GENHD_FL_HIDDEN, block/genhd.c keeps its uevents suppressed), so this
+ * listing is how a daemon learns of it. Sorted by name; an empty list (NULL)
+ * when there are none; -errno when `syspath` cannot be read. */
+int nvme_path_disks(const char *syspath, char ***ret);
 
 /* Enumerate every whole disk with libudev, sorted by name. */
 int device_enumerate(struct udev *udev, const DiscoveryFilter *f, DeviceList *ret);

@@ -99,6 +99,16 @@ static json_object *device_facts_json(const Device *d) {
         json_object_object_add(o, "io_poll", json_object_new_boolean(d->io_poll));
         json_object_object_add(o, "nqn", str_or_null(d->nqn));
         json_object_object_add(o, "nvme", d->nvme ? nvme_json(d) : NULL);
+        if (d->multipath_head_name) {
+                /* A hidden NVMe multipath path: which head it serves, through which
+                 * controller, and in what state when it was last looked at. */
+                json_object *path = json_object_new_object();
+                json_object_object_add(path, "head", json_object_new_string(d->multipath_head_name));
+                json_object_object_add(path, "controller", d->nvme ? json_object_new_string(d->nvme->name) : NULL);
+                json_object_object_add(path, "state", d->nvme ? str_or_null(d->nvme->state) : NULL);
+                json_object_object_add(path, "ana_state", str_or_null(d->ana_state));
+                json_object_object_add(o, "multipath_path", path);
+        }
         return o;
 }
 

@@ -188,6 +188,21 @@ static int parse_nvme(Parser *p, json_object *n, const char *path, StatusNvme *r
         return 0;
 }
 
+static int parse_path(Parser *p, json_object *o, const char *path, StatusPath *ret) {
+        int r;
+
+        assert(p);
+        assert(path);
+        assert(ret);
+
+        if ((r = get_string(p, o, path, "head", WANT_REQUIRED, &ret->head)) < 0 ||
+            (r = get_string(p, o, path, "controller", WANT_OPTIONAL | WANT_NULLABLE, &ret->controller)) < 0 ||
+            (r = get_string(p, o, path, "state", WANT_OPTIONAL | WANT_NULLABLE, &ret->state)) < 0 ||
+            (r = get_string(p, o, path, "ana_state", WANT_OPTIONAL | WANT_NULLABLE, &ret->ana_state)) < 0)
+                return r;
+        return 0;
+}
+
 /* The state names are the writer's (setting_state_to_string): one vocabulary. */
 static int get_state(Parser *p, json_object *o, const char *path, const char *key, SettingState *ret) {
         const char *name;
@@ -231,7 +246,7 @@ static int parse_setting(Parser *p, json_object *e, const char *path, StatusSett
 }
 
 static int parse_device(Parser *p, json_object *d, const char *path, StatusDevice *ret) {
-        json_object *settings, *facts, *nvme = NULL;
+        json_object *settings, *facts, *nvme = NULL, *mpath = NULL;
         int excluded = -1, r;
 
         assert(p);
@@ -266,6 +281,18 @@ static int parse_device(Parser *p, json_object *d, const char *path, StatusDevic
                         if (r < 0)
                                 return r;
                 }
+                r = get_typed(p, facts, fp, "multipath_path", json_type_object, WANT_OPTIONAL | WANT_NULLABLE, &mpath);
+                if (r < 0)
+                        return r;
+                if (mpath) {
+                        _cleanup_free_ char *pp = member_path(fp, "multipath_path");
+                        ret->path = calloc(1, sizeof(StatusPath));
+                        if (!pp || !ret->path)
+                                return p->oom = true, -ENOMEM;
+                        r = parse_path(p, mpath, pp, ret->path);
+                        if (r < 0)
+                                return r;
+                }
         }
         if (settings) {
                 size_t n = json_object_array_length(settings);
@@ -292,6 +319,7 @@ void status_done(Status *s) {
         for (size_t i = 0; i < s->n_devices; i++) {
                 free(s->devices[i].settings);
                 free(s->devices[i].nvme);
+                free(s->devices[i].path);
         }
         free(s->devices);
         json_object_put(s->root);

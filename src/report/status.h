@@ -26,10 +26,16 @@ typedef struct StatusNvme {
         int apst_supported;     /* -1 unknown */
 } StatusNvme;
 
+/* facts.multipath_path: a hidden NVMe multipath path disk (nvmeXcYnZ). */
+typedef struct StatusPath {
+        const char *head, *controller, *state, *ana_state;
+} StatusPath;
+
 typedef struct StatusDevice {
         const char *device, *profile, *rule, *error;
         bool excluded;
         StatusNvme *nvme;       /* NULL when not an NVMe disk */
+        StatusPath *path;       /* NULL when not a multipath path */
         StatusSetting *settings;
         size_t n_settings;
 } StatusDevice;

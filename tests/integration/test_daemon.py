@@ -22,7 +22,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testbed import Testbed  # noqa: E402
+from testbed import FakeNvme, Testbed  # noqa: E402
 
 IOTUNED = IOTUNECTL = None
 INTERVAL = 0.2  # reassert.interval in these tests
@@ -249,6 +249,44 @@ class DaemonTest(unittest.TestCase):
         self.bed.tb.uevent(path, "remove")
         wait_for(lambda: "sdb" not in [d["device"] for d in self.status()["devices"]], what="sdb forgotten")
         self.assertFalse(os.path.exists(os.path.join(self.root, "run/iotuned/originals/sdb.json")))
+        self.stop()
+
+    def test_multipath_path_tuned_without_its_own_uevent(self):
+        # A hidden path disk sends no uevent (block/genhd.c): the daemon hears its
+        # controller and lists the paths itself. umockdev announces every device it
+        # adds, so the second path is made on the filesystem, silently.
+        self.bed.nvme(0)
+        self.bed.multipath(subsys=1, ctrl=1)
+        self.start()
+        root = self.bed.tb.get_root_dir()
+        ctrl = self.bed.controller("nvme2", None, {"model": "Linux", "serial": "abc", "firmware_rev": "6.1",
+                                                   "transport": "tcp", "subsysnqn": "nqn.test", "state": "live"},
+                                   FakeNvme(model="Linux", serial="abc", subnqn="nqn.test"))
+        # its "add" event came and went: the path is not there yet
+        time.sleep(0.3)
+        path = ctrl + "/nvme1c2n1"
+        shutil.copytree(root + self.bed.paths["nvme1c1n1"], root + path, symlinks=True)
+        for attr, value in (("queue/rq_affinity", "1"), ("queue/nomerges", "0"), ("diskseq", "77")):
+            with open(root + path + "/" + attr, "w") as f:
+                f.write(value + "\n")
+        os.symlink("../../devices/nvme2/nvme1c2n1", root + "/sys/class/block/nvme1c2n1")
+        wait_for(lambda: open(root + path + "/queue/rq_affinity").read().strip() == "2", what="silent path tuned")
+        wait_for(lambda: "nvme1c2n1" in [d["device"] for d in self.status()["devices"]], what="path in status")
+        dev = [d for d in self.status()["devices"] if d["device"] == "nvme1c2n1"][0]
+        self.assertEqual(dev["facts"]["multipath_path"],
+                         {"head": "nvme1n1", "controller": "nvme2", "state": "live", "ana_state": None})
+        out = self.ctl("status").stdout
+        self.assertRegex(out, r"NVMe multipath paths:\n  nvme1n1\s+nvme1c1n1\s+via nvme1 .*\n"
+                              r"  nvme1n1\s+nvme1c2n1\s+via nvme2\s+live\n")
+        # the controller is deleted and its path with it, silently: lost, not failed
+        os.unlink(root + "/sys/class/block/nvme1c2n1")
+        shutil.rmtree(root + path)
+        self.bed.tb.uevent(ctrl, "remove")
+        wait_for(lambda: "nvme1c2n1" not in [d["device"] for d in self.status()["devices"]], what="path forgotten")
+        self.assertIn("nvme1c2n1: multipath path lost (controller nvme2 removed)", self.daemon_log())
+        self.assertNotIn("Cannot tune", self.daemon_log())
+        self.assertFalse(os.path.exists(os.path.join(self.root, "run/iotuned/originals/nvme1c2n1.json")))
+        self.assertIn("nvme1c1n1", [d["device"] for d in self.status()["devices"]])
         self.stop()
 
     def test_reload_bad_config_keeps_running_good_config_replans(self):

@@ -3,7 +3,10 @@
  * 5.27.1: FID 0x07, 0x08, 0x0C), the decoding of Get Features replies and of the
  * blk-mq queue maps, the modprobe.d drop-in, and the pending-reboot logic of the
  * module-wide queue counts when several profiles want different ones. */
+#include <errno.h>
+
 #include "config.h"
+#include "device.h"
 #include "knob.h"
 #include "nvme-apply.h"
 #include "nvme-feature.h"
@@ -445,7 +448,51 @@ TEST(controller_rows_only_on_nvme) {
         tmpdir_remove(dir);
 }
 
+/* Hidden multipath path disks, found by listing sysfs (they send no uevent): a
+ * controller's children, and through a subsystem's links every controller's. */
+TEST(multipath_path_disks) {
+        char *dir = tmpdir_new(), *ctrl1 = path_join(dir, "ctl/nvme1"), *ctrl3 = path_join(dir, "ctl/nvme3"),
+             *subsys = path_join(dir, "nvme-subsystem/nvme-subsys1"), *gone = path_join(dir, "nope");
+        char **l = NULL;
+
+        tmpdir_write(dir, "ctl/nvme1/nvme1c1n1/diskseq", "9\n");
+        tmpdir_write(dir, "ctl/nvme1/nvme1c1n2/diskseq", "10\n");
+        tmpdir_write(dir, "ctl/nvme1/transport", "tcp\n");
+        tmpdir_write(dir, "ctl/nvme1/ng1n1/dev", "x\n");   /* a char device, not a path */
+        tmpdir_write(dir, "ctl/nvme3/nvme1c3n1/diskseq", "11\n");
+        tmpdir_write(dir, "nvme-subsystem/nvme-subsys1/nvme1n1/size", "8\n"); /* the head */
+        tmpdir_write(dir, "nvme-subsystem/nvme-subsys1/subsysnqn", "nqn.test\n");
+        tmpdir_symlink(dir, "nvme-subsystem/nvme-subsys1/nvme1", ctrl1);
+        tmpdir_symlink(dir, "nvme-subsystem/nvme-subsys1/nvme3", ctrl3);
+        tmpdir_symlink(dir, "nvme-subsystem/nvme-subsys1/nvme7", gone); /* deleted meanwhile */
+
+        ASSERT_TRUE(device_name_is_nvme_path("nvme1c3n1"));
+        ASSERT_TRUE(!device_name_is_nvme_path("nvme1n1"));
+        ASSERT_TRUE(!device_name_is_nvme_path("nvme1c3n1p1"));
+        ASSERT_TRUE(!device_name_is_nvme_path("nvmec3n1"));
+
+        ASSERT_INT_EQ(nvme_path_disks(ctrl1, &l), 0);
+        ASSERT_INT_EQ(strv_length(l), 2);
+        ASSERT_STREQ(l[0], "nvme1c1n1");
+        ASSERT_STREQ(l[1], "nvme1c1n2");
+        strv_free(l);
+        ASSERT_INT_EQ(nvme_path_disks(subsys, &l), 0);
+        ASSERT_INT_EQ(strv_length(l), 3);
+        ASSERT_STREQ(l[0], "nvme1c1n1");
+        ASSERT_STREQ(l[1], "nvme1c1n2");
+        ASSERT_STREQ(l[2], "nvme1c3n1");
+        strv_free(l);
+        l = NULL;
+        ASSERT_INT_EQ(nvme_path_disks(gone, &l), -ENOENT);
+        ASSERT_TRUE(l == NULL);
+        free(ctrl1);
+        free(ctrl3);
+        free(subsys);
+        free(gone);
+        tmpdir_remove(dir);
+}
+
 TEST_MAIN(T(coalescing_words), T(coalescing_text), T(apst_words_and_values), T(number_of_queues_reply),
           T(feature_argument_blocks), T(queue_maps), T(dropin_round_trip), T(module_queue_counts_pending_reboot),
           T(dropin_clamped_to_possible_cpus_and_lowered), T(apst_without_the_kernel_only_off),
-          T(controller_rows_only_on_nvme))
+          T(controller_rows_only_on_nvme), T(multipath_path_disks))

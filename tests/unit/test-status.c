@@ -32,6 +32,24 @@ TEST(good_document) {
         status_done(&s);
 }
 
+TEST(multipath_path) {
+        Status s = {};
+        char *err = NULL;
+        ASSERT_INT_EQ(status_parse("{" GOOD_DAEMON ",\"devices\":[" GOOD_DEVICE ",{\"device\":\"nvme1c2n1\","
+                                   "\"facts\":{\"multipath_path\":{\"head\":\"nvme1n1\",\"controller\":\"nvme2\","
+                                   "\"state\":\"connecting\",\"ana_state\":null}}}]}",
+                                   &s, &err),
+                      0);
+        ASSERT_INT_EQ(s.n_devices, 2);
+        ASSERT_TRUE(s.devices[0].path == NULL);
+        ASSERT_TRUE(s.devices[1].path);
+        ASSERT_STREQ(s.devices[1].path->head, "nvme1n1");
+        ASSERT_STREQ(s.devices[1].path->controller, "nvme2");
+        ASSERT_STREQ(s.devices[1].path->state, "connecting");
+        ASSERT_TRUE(s.devices[1].path->ana_state == NULL);
+        status_done(&s);
+}
+
 TEST(minimal_document) {
         Status s = {};
         ASSERT_INT_EQ(status_parse("{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"sda\"}]}", &s, NULL), 0);
@@ -90,6 +108,12 @@ static const struct {
           "devices[0].facts.nvme.queue_maps.read: missing" },
         { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"facts\":{\"nvme\":{\"apst_supported\":\"yes\"}}}]}",
           "devices[0].facts.nvme.apst_supported: expected a boolean" },
+        { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"facts\":{\"multipath_path\":\"nvme1n1\"}}]}",
+          "devices[0].facts.multipath_path: expected an object" },
+        { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"facts\":{\"multipath_path\":{}}}]}",
+          "devices[0].facts.multipath_path.head: missing" },
+        { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"facts\":{\"multipath_path\":{\"head\":\"h\",\"state\":1}}}]}",
+          "devices[0].facts.multipath_path.state: expected a string" },
         { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"settings\":[null]}]}",
           "devices[0].settings[0]: expected an object" },
         { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"settings\":[" GOOD_SETTING ",{\"knob\":\"x\",\"state\":null}]}]}",
@@ -155,5 +179,5 @@ TEST(never_reads_past_the_end) {
         }
 }
 
-TEST_MAIN(T(good_document), T(minimal_document), T(malformed_documents_name_the_member),
+TEST_MAIN(T(good_document), T(multipath_path), T(minimal_document), T(malformed_documents_name_the_member),
           T(pid_out_of_range_is_not_running), T(never_reads_past_the_end))

@@ -6,6 +6,7 @@
 #include <sys/random.h>
 
 #include "events.h"
+#include "fileio.h"
 #include "log.h"
 #include "manager-internal.h"
 #include "util.h"
@@ -34,6 +35,20 @@ static void note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now) {
         } else if (v == DRIFT_CONFLICT_HOLDS)
                 log_debug("%s %s: still in conflict, holding %llu s", p->device->name, setting_label(s),
                           (unsigned long long) (hold / USEC_PER_SEC));
+}
+
+/* A multipath path whose controller is not live (connecting, resetting) is not
+ * written: changing its queue freezes it, which waits for the I/O the fabric
+ * holds until the controller reconnects (up to ctrl_loss_tmo, 600 s by
+ * default), and the daemon with it. Its "connected" event has it tuned again
+ * (hotplug.c). */
+static bool path_not_live(const DevicePlan *p) {
+        _cleanup_free_ char *state = NULL;
+        const NvmeCtrl *c = p->device->nvme;
+
+        if (!p->device->multipath_head_name || !c || !c->syspath || read_attr_at(c->syspath, "state", &state) < 0)
+                return false;
+        return !streq(strstrip(state), "live");
 }
 
 int manager_check_drift(Manager *m) {
@@ -68,6 +83,8 @@ int manager_check_drift(Manager *m) {
                 }
                 if (device_vanished(p->device))
                         continue; /* its remove event is on the way */
+                if (path_not_live(p))
+                        continue;
                 if (p->error && strv_contains(m->unrecorded, p->device->name)) {
                         r = manager_retry_unrecorded(m, p, targets);
                         if (r == -ENOMEM)

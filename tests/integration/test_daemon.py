@@ -289,6 +289,22 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("nvme1c1n1", [d["device"] for d in self.status()["devices"]])
         self.stop()
 
+    def test_path_not_live_is_not_written(self):
+        # Writing a queue knob of a path whose controller is reconnecting would freeze
+        # the queue behind the I/O the fabric holds (up to ctrl_loss_tmo): the drift
+        # check leaves the path alone until its controller is live again.
+        self.bed.multipath(subsys=1, ctrl=1)
+        self.bed.tb.set_attribute(self.bed.paths["nvme1"], "state", "live")
+        self.start()
+        self.assertEqual(self.bed.read("nvme1c1n1", "queue/rq_affinity"), "2")
+        self.bed.tb.set_attribute(self.bed.paths["nvme1"], "state", "connecting")
+        self.bed.write("nvme1c1n1", "queue/rq_affinity", "1")
+        time.sleep(INTERVAL * 10)
+        self.assertEqual(self.bed.read("nvme1c1n1", "queue/rq_affinity"), "1")
+        self.bed.tb.set_attribute(self.bed.paths["nvme1"], "state", "live")
+        wait_for(lambda: self.bed.read("nvme1c1n1", "queue/rq_affinity") == "2", what="path corrected once live")
+        self.stop()
+
     def test_reload_bad_config_keeps_running_good_config_replans(self):
         self.bed.nvme(0)
         self.bed.write("nvme0n1", "queue/add_random", "1")  # the original; latency sets 0

@@ -289,7 +289,6 @@ static int on_batch(sd_event_source *s, void *userdata) {
         for (char **e = batch; e && *e; e++) {
                 char *syspath = strchr(*e, ' ') + 1;
                 const char *action = *e, *name;
-                struct udev_device *u;
                 Device *d = NULL;
                 int r;
 
@@ -313,13 +312,9 @@ static int on_batch(sd_event_source *s, void *userdata) {
                 }
                 if (!device_name_wanted(name, &f))
                         continue;
-                u = udev_device_new_from_syspath(m->tuner.udev, syspath);
-                if (!u)
-                        continue; /* gone again already */
-                r = device_probe(u, &d);
-                udev_device_unref(u);
+                r = tuner_probe(&m->tuner, syspath, &d);
                 if (r == -ENODEV)
-                        continue;
+                        continue; /* gone again already, or not a disk to tune */
                 if (r >= 0 && d->multipath_head && !streq(action, "remove")) {
                         /* A head is announced when its first path goes live; that path,
                          * and any other already there, sent nothing: list them below the

@@ -117,6 +117,22 @@ void tuner_refresh_irqs(Tuner *t) {
         t->irqs = irqs;
 }
 
+int tuner_probe(Tuner *t, const char *syspath, Device **ret) {
+        struct udev_device *u;
+        int r;
+
+        assert(t);
+        assert(syspath);
+        assert(ret);
+
+        u = udev_device_new_from_syspath(t->udev, syspath);
+        if (!u)
+                return -ENODEV;
+        r = device_probe(u, ret);
+        udev_device_unref(u);
+        return r;
+}
+
 DiscoveryFilter tuner_discovery_filter(const Config *c) {
         assert(c);
 

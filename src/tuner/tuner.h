@@ -59,6 +59,10 @@ int tuner_reload_topology(Tuner *t);
  * previous names stay. */
 void tuner_refresh_irqs(Tuner *t);
 
+/* The disk at `syspath` (a udev event's), probed: -ENODEV when it is gone
+ * already or is not a disk iotuned tunes. */
+int tuner_probe(Tuner *t, const char *syspath, Device **ret);
+
 /* The configuration's choice of which kinds of disks to discover. */
 DiscoveryFilter tuner_discovery_filter(const Config *c);
 /* Every disk the configuration's discovery filter admits. */

@@ -408,10 +408,11 @@ int nvme_ctrl_in_use(const NvmeCtrl *c, char **ret_why) {
 }
 
 char *nvme_rebind_key(const NvmeCtrl *c, const int values[_KNOB_MAX]) {
-        char *key = strdup(c->address ?: c->name);
+        char *key;
 
         assert(c);
 
+        key = strdup(c->address ?: c->name);
         for (size_t i = 0; key && i < ELEMENTSOF(module_knobs); i++) {
                 char *k = NULL;
                 if (asprintf_safe(&k, "%s %s=%d", key, knob_table[module_knobs[i]].attr, values[module_knobs[i]]) < 0)

@@ -250,7 +250,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         const Device *d = p->device;
         const NvmeCtrl *c = d->nvme;
         const Knob *k = s->knob;
-        _cleanup_free_ char *note = NULL, *why = NULL, *key = NULL, *mqes = NULL;
+        _cleanup_free_ char *note = NULL, *why = NULL, *key = NULL, *mqes = NULL, *limit = NULL;
         unsigned possible = possible_cpus();
         KnobFacts facts = { .possible_cpus = possible, .max_queue_entries = c->max_queue_entries };
         int dropin[_KNOB_MAX], target, r;
@@ -414,6 +414,14 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         s->previous = TAKE_PTR(s->observed);
         if (asprintf_safe(&s->observed, "%u", have) < 0)
                 return -ENOMEM;
+        /* Probed just now with the parameter at target or above (the live value is only
+         * ever raised): fewer entries is the controller's own limit, CAP.MQES + 1
+         * (drivers/nvme/host/pci.c: nvme_pci_enable), unknown before where the kernel
+         * keeps a bound driver's BAR to itself (CONFIG_IO_STRICT_DEVMEM). A profile
+         * within it makes the row ok. */
+        if (k->sets_tag_depth && have > 0 && have < want && (int) have < target &&
+            asprintf_safe(&limit, "; %u is this controller's own limit, CAP.MQES + 1", have) < 0)
+                return -ENOMEM;
         if (c->max_queue_entries && asprintf_safe(&mqes, " of at most %u entries", c->max_queue_entries) < 0)
                 return -ENOMEM;
         if (have >= want)
@@ -421,8 +429,8 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                           k->unit);
         else
                 set_state(s, STATE_FAILED, -EIO,
-                          "rebound %s, but it came back with %u %s (the controller granted %u I/O queues%s)",
-                          c->name, have, k->unit, c->granted_sq, mqes ?: "");
+                          "rebound %s, but it came back with %u %s (the controller granted %u I/O queues%s)%s",
+                          c->name, have, k->unit, c->granted_sq, mqes ?: "", limit ?: "");
         return 0;
 }
 

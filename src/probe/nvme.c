@@ -192,8 +192,11 @@ static void identify(NvmeCtrl *c) {
  * Specification 2.0, 3.1.3.1). No sysfs attribute shows it (sqsize is already
  * limited by nvme.io_queue_depth), so it is read as nvme-cli's show-regs reads it:
  * through a read-only shared mapping of the PCI function's resource0, a read without
- * side effects. Only root may open resource0, and kernel lockdown refuses the
- * mapping (drivers/pci/pci-sysfs.c: pci_mmap_resource): then it is unknown. */
+ * side effects. Only root may open resource0, and the kernel refuses the mapping
+ * under lockdown and, with CONFIG_IO_STRICT_DEVMEM (Debian's kernels), while a
+ * driver has claimed the BAR, as nvme has (drivers/pci/pci-sysfs.c:
+ * pci_mmap_resource, kernel/resource.c: iomem_is_exclusive): then it is unknown,
+ * and a rebind that comes back with fewer entries than asked for shows it. */
 static unsigned pcie_max_queue_entries(struct udev_device *u) {
         struct udev_device *pci = udev_device_get_parent_with_subsystem_devtype(u, "pci", NULL);
         _cleanup_free_ char *p = pci ? path_join(udev_device_get_syspath(pci), "resource0") : NULL;

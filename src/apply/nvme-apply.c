@@ -15,6 +15,17 @@
 #include "nvme-apply.h"
 #include "util.h"
 
+/* A number below dir, 0 when absent or not a number. */
+static unsigned attr_uint(const char *dir, const char *attr) {
+        _cleanup_free_ char *v = NULL;
+        unsigned n;
+
+        assert(dir);
+        assert(attr);
+
+        return read_attr_at(dir, attr, &v) == 0 && safe_atou(strstrip(v), &n) == 0 ? n : 0;
+}
+
 static bool is_pcie(const NvmeCtrl *c) {
         assert(c);
 
@@ -140,7 +151,7 @@ int nvme_row_write(const NvmeCtrl *c, const Knob *k, const char *canonical, char
 
 /* ---- the modprobe.d drop-in ----------------------------------------------------- */
 
-static const KnobId module_knobs[] = { KNOB_NVME_POLL_QUEUES, KNOB_NVME_WRITE_QUEUES };
+static const KnobId module_knobs[] = { KNOB_NVME_POLL_QUEUES, KNOB_NVME_WRITE_QUEUES, KNOB_NVME_IO_QUEUE_DEPTH };
 
 int nvme_dropin_read(const char *path, int values[_KNOB_MAX]) {
         _cleanup_free_ char *text = NULL;
@@ -198,10 +209,11 @@ int nvme_dropin_write(const char *path, const int values[_KNOB_MAX]) {
         if (!opts)
                 return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
         if (asprintf_safe(&text,
-                          "# Written by iotuned: the NVMe queue counts its profiles ask for (the largest\n"
-                          "# any of them wants). nvme.poll_queues and nvme.write_queues are read when the\n"
-                          "# driver probes a controller, so they take effect at the next boot (rebuild the\n"
-                          "# initramfs if it loads nvme) or when iotuned rebinds an idle controller.\n"
+                          "# Written by iotuned: the NVMe queue counts and depth its profiles ask for (the\n"
+                          "# largest any of them wants). nvme.poll_queues, write_queues and io_queue_depth\n"
+                          "# are read when the driver probes a controller, so they take effect at the next\n"
+                          "# boot (rebuild the initramfs if it loads nvme) or when iotuned rebinds an idle\n"
+                          "# controller.\n"
                           "# iotunectl restore removes this file; edit profiles, not this file.\n"
                           "options nvme%s\n",
                           opts) < 0)
@@ -280,6 +292,7 @@ int nvme_ctrl_queue_map(const char *ctrl_syspath, NvmeQueueMap *ret, char **ret_
                 hw_queues_free(q, nq);
                 if (r < 0)
                         return r;
+                ret->nr_tags = attr_uint(dir, "mq/0/nr_tags");
                 if (ret_disk)
                         *ret_disk = strdup(*n);
                 return 0;
@@ -395,12 +408,18 @@ int nvme_ctrl_in_use(const NvmeCtrl *c, char **ret_why) {
 }
 
 char *nvme_rebind_key(const NvmeCtrl *c, const int values[_KNOB_MAX]) {
-        char *key = NULL;
+        char *key;
 
         assert(c);
 
-        (void) asprintf_safe(&key, "%s poll_queues=%d write_queues=%d", c->address ?: c->name,
-                             values[KNOB_NVME_POLL_QUEUES], values[KNOB_NVME_WRITE_QUEUES]);
+        key = strdup(c->address ?: c->name);
+        for (size_t i = 0; key && i < ELEMENTSOF(module_knobs); i++) {
+                char *k = NULL;
+                if (asprintf_safe(&k, "%s %s=%d", key, knob_table[module_knobs[i]].attr, values[module_knobs[i]]) < 0)
+                        k = NULL;
+                free(key);
+                key = k;
+        }
         return key;
 }
 
@@ -436,6 +455,16 @@ int nvme_ctrl_rebind(const NvmeCtrl *c, const int values[_KNOB_MAX], uint64_t ti
                 p = path_join(NVME_SYSFS_MODULE "/parameters", knob_table[module_knobs[i]].attr);
                 if (!p || asprintf_safe(&v, "%d", values[module_knobs[i]]) < 0)
                         return -ENOMEM;
+                /* io_queue_depth is read again on every controller reset too
+                 * (nvme_reset_work -> nvme_pci_enable), while a tag set keeps the depth
+                 * it was made with: a live value below the current one would give
+                 * another controller that resets later fewer queue entries than tags.
+                 * Only ever raise it live; a lower one waits in the drop-in for the
+                 * next boot, when every controller is probed with it. */
+                if (knob_table[module_knobs[i]].sets_tag_depth &&
+                    (unsigned) values[module_knobs[i]] <=
+                            attr_uint(NVME_SYSFS_MODULE "/parameters", knob_table[module_knobs[i]].attr))
+                        continue;
                 r = write_attr(p, v);
                 if (r < 0) {
                         (void) asprintf_safe(ret_why, "cannot set nvme.%s=%s: %s", knob_table[module_knobs[i]].attr,

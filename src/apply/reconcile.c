@@ -200,7 +200,30 @@ static void queue_map_detail(Setting *s, const NvmeQueueMap *m) {
 
         free(s->detail);
         s->detail = NULL;
-        (void) asprintf_safe(&s->detail, "queues: %u default, %u read, %u poll", m->n_default, m->n_read, m->n_poll);
+        if (m->nr_tags)
+                (void) asprintf_safe(&s->detail, "queues: %u default, %u read, %u poll; tag depth %u", m->n_default,
+                                     m->n_read, m->n_poll, m->nr_tags);
+        else
+                (void) asprintf_safe(&s->detail, "queues: %u default, %u read, %u poll", m->n_default, m->n_read,
+                                     m->n_poll);
+}
+
+/* What a module row's drop-in may say for v: what the driver accepts from any
+ * controller, the row's resolve() without this controller's facts (the possible CPUs
+ * bound the queue counts: io_queue_count_set refuses more with EINVAL, and a refused
+ * option makes the whole module fail to load; the controller's MQES does not bound
+ * a module-wide depth that another controller may take in full). */
+static int module_dropin_value(const Knob *k, int v, unsigned possible) {
+        KnobFacts f = { .possible_cpus = possible };
+        _cleanup_free_ char *in = NULL, *out = NULL;
+        unsigned u;
+
+        assert(k);
+
+        if (v < 0 || asprintf_safe(&in, "%d", v) < 0 || k->resolve(in, &f, &out, NULL) < 0 ||
+            safe_atou(out, &u) < 0 || u > INT32_MAX)
+                return v;
+        return (int) u;
 }
 
 /* Where the root file system lives on NVMe, the driver loads from the initramfs,
@@ -219,7 +242,7 @@ static bool root_on_nvme(void) {
         return strstr(target, "/nvme/") != NULL;
 }
 
-/* nvme.poll_queues / nvme.write_queues as seen on one controller. The parameter is
+/* nvme.poll_queues / write_queues / io_queue_depth as seen on one controller. The parameter is
  * module-wide and read when the driver probes a controller (FACTS.md): what can be
  * done now is to record it in our modprobe.d drop-in, and, with `apply: rebind`,
  * to rebind an idle controller so that it is probed again. */
@@ -227,9 +250,9 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         const Device *d = p->device;
         const NvmeCtrl *c = d->nvme;
         const Knob *k = s->knob;
-        _cleanup_free_ char *note = NULL, *why = NULL, *key = NULL;
+        _cleanup_free_ char *note = NULL, *why = NULL, *key = NULL, *mqes = NULL, *limit = NULL;
         unsigned possible = possible_cpus();
-        KnobFacts facts = { .possible_cpus = possible };
+        KnobFacts facts = { .possible_cpus = possible, .max_queue_entries = c->max_queue_entries };
         int dropin[_KNOB_MAX], target, r;
         unsigned have, want;
         NvmeQueueMap m;
@@ -261,6 +284,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                 set_state(s, STATE_FAILED, -EIO, "cannot tell %s's queue maps from mq/*/cpu_list", d->name);
                 return 0;
         }
+        m.nr_tags = d->nr_tags;
         queue_map_detail(s, &m);
         have = k->from_queue_map(&m);
         if (asprintf_safe(&s->observed, "%u", have) < 0)
@@ -269,12 +293,10 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         if (r < 0)
                 return r;
 
-        /* What the drop-in should say: the largest count any plan wants, within what
-         * the driver accepts. io_queue_count_set refuses more than the possible CPUs
-         * with EINVAL, and a refused option makes the whole module fail to load. */
+        /* What the drop-in should say: the largest value any plan wants, within what
+         * the driver accepts. */
         target = o->module_targets && o->module_targets[k->id] > (int) want ? o->module_targets[k->id] : (int) want;
-        if (possible && target > (int) possible)
-                target = (int) possible;
+        target = module_dropin_value(k, target, possible);
         r = o->modprobe_dropin ? nvme_dropin_read(o->modprobe_dropin, dropin) : 0;
         if (!o->modprobe_dropin)
                 for (size_t i = 0; i < _KNOB_MAX; i++)
@@ -287,9 +309,9 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         if (have >= want) {
                 if (have > want)
                         set_state(s, STATE_OK, 0,
-                                  "nvme.%s is module-wide: the controller has %u because another profile or the "
-                                  "driver's setting asks for more",
-                                  k->attr, have);
+                                  "nvme.%s is module-wide: the controller has %u %s because another profile or "
+                                  "the driver's setting asks for more",
+                                  k->attr, have, k->unit);
                 else
                         s->state = STATE_OK;
                 /* Keep the drop-in in step when the profiles now want less than it says. */
@@ -314,7 +336,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         if (o->mode == RECONCILE_DRY_RUN || o->mode == RECONCILE_VERIFY) {
                 if (in_place)
                         set_state(s, STATE_PENDING_REBOOT, 0,
-                                  "nvme.%s=%d is in %s; %s gets the queues when the driver next probes it "
+                                  "nvme.%s=%d is in %s; %s takes it when the driver next probes it "
                                   "(reboot%s)",
                                   k->attr, dropin[k->id], o->modprobe_dropin, c->name,
                                   p->nvme_rebind ? ", or apply rebinds it when idle" : "");
@@ -345,8 +367,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                 /* The other parameter keeps its value, or takes the largest wanted now. */
                 for (size_t i = 0; o->module_targets && i < _KNOB_MAX; i++)
                         if (knob_table[i].scope == KNOB_SCOPE_MODULE && o->module_targets[i] > dropin[i])
-                                dropin[i] = possible ? MIN(o->module_targets[i], (int) possible)
-                                                     : o->module_targets[i];
+                                dropin[i] = module_dropin_value(&knob_table[i], o->module_targets[i], possible);
                 r = nvme_dropin_write(o->modprobe_dropin, dropin);
                 if (r < 0) {
                         set_state(s, STATE_FAILED, r, "cannot write %s: %m", o->modprobe_dropin);
@@ -360,7 +381,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                 return -ENOMEM;
         if (!p->nvme_rebind || !o->allow_rebind || strv_contains(o->rebound_already, key)) {
                 set_state(s, STATE_PENDING_REBOOT, 0,
-                          "nvme.%s=%d is in %s; %s gets the queues when the driver next probes it (reboot%s%s)",
+                          "nvme.%s=%d is in %s; %s takes it when the driver next probes it (reboot%s%s)",
                           k->attr, target, o->modprobe_dropin, c->name,
                           root_on_nvme() ? "; root is on NVMe: rebuild the initramfs first" : "",
                           !p->nvme_rebind       ? ", or `apply: rebind` in the profile"
@@ -393,13 +414,23 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         s->previous = TAKE_PTR(s->observed);
         if (asprintf_safe(&s->observed, "%u", have) < 0)
                 return -ENOMEM;
+        /* Probed just now with the parameter at target or above (the live value is only
+         * ever raised): fewer entries is the controller's own limit, CAP.MQES + 1
+         * (drivers/nvme/host/pci.c: nvme_pci_enable), unknown before where the kernel
+         * keeps a bound driver's BAR to itself (CONFIG_IO_STRICT_DEVMEM). A profile
+         * within it makes the row ok. */
+        if (k->sets_tag_depth && have > 0 && have < want && (int) have < target &&
+            asprintf_safe(&limit, "; %u is this controller's own limit, CAP.MQES + 1", have) < 0)
+                return -ENOMEM;
+        if (c->max_queue_entries && asprintf_safe(&mqes, " of at most %u entries", c->max_queue_entries) < 0)
+                return -ENOMEM;
         if (have >= want)
-                set_state(s, STATE_CHANGED, 0, "rebound %s, which was idle: it now has %u %s queue(s)", c->name, have,
-                          k->word);
+                set_state(s, STATE_CHANGED, 0, "rebound %s, which was idle: it now has %u %s", c->name, have,
+                          k->unit);
         else
                 set_state(s, STATE_FAILED, -EIO,
-                          "rebound %s, but it came back with %u %s queue(s) (the controller granted %u I/O queues)",
-                          c->name, have, k->word, c->granted_sq);
+                          "rebound %s, but it came back with %u %s (the controller granted %u I/O queues%s)%s",
+                          c->name, have, k->unit, c->granted_sq, mqes ?: "", limit ?: "");
         return 0;
 }
 
@@ -445,6 +476,9 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
         const char *basis_after = NULL;
         /* In a dry run: the rows a changing row resets, and which row that is. */
         const Knob *reset_by[_KNOB_MAX] = {};
+        /* The tag depth a module row that sets it leaves pending (nvme.io_queue_depth
+         * waiting for a reboot or a rebind): nr_requests notes say what it will allow. */
+        unsigned nr_tags_pending = 0;
         bool recorded = false;
         /* Held from the record through the last write to this disk (closing it
          * releases it): a restore (the daemon stopping, `iotunectl restore`)
@@ -482,6 +516,10 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                                 return r;
                         if (p->rebound)
                                 return 0; /* the disk is gone and back: the caller plans it afresh */
+                        unsigned entries;
+                        if (k->sets_tag_depth && (s->state == STATE_PENDING_REBOOT || s->state == STATE_CHANGED) &&
+                            s->effective && safe_atou(s->effective, &entries) == 0 && entries > d->nr_tags + 1)
+                                nr_tags_pending = entries - 1;
                         continue;
                 }
 
@@ -527,6 +565,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         .nr_tags = d->nr_tags,
                         .max_hw_sectors_kb = d->max_hw_sectors_kb,
                         .scheduler_after = basis_after,
+                        .nr_tags_pending = nr_tags_pending,
                 };
                 r = k->resolve(s->desired, &facts, &s->effective, &note);
                 if (r == -ENOMEM)

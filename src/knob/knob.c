@@ -169,7 +169,14 @@ static int resolve_nr_requests(const char *canonical, const KnobFacts *f, char *
          * grow (EINVAL); with one the limit is MAX_SCHED_RQ. */
         limit = sched ? MAX_SCHED_RQ : (f->nr_tags ? f->nr_tags : BLK_MQ_MAX_DEPTH);
         if (v > limit) {
-                if (ret_note)
+                if (ret_note && !sched && f->nr_tags_pending > limit)
+                        /* The tag set is sized when the driver probes the controller
+                         * (drivers/nvme/host/pci.c: nvme_dev_add): a larger one waits for it. */
+                        (void) asprintf_safe(ret_note,
+                                             "clamped to %" PRIu64 " (hardware tag depth; %" PRIu64
+                                             " once the pending nvme.io_queue_depth takes effect)",
+                                             limit, MIN(v, (uint64_t) f->nr_tags_pending));
+                else if (ret_note)
                         (void) asprintf_safe(ret_note, "clamped to %" PRIu64 " (%s)", limit,
                                              sched ? "scheduler queue limit" : "hardware tag depth");
                 v = limit;
@@ -440,6 +447,46 @@ static int resolve_queue_count(const char *canonical, const KnobFacts *f, char *
         return uint_ret(v, ret);
 }
 
+/* nvme.io_queue_depth --------------------------------------------------------------- */
+
+/* drivers/nvme/host/pci.c io_queue_depth_set: param_set_uint_minmax(val, kp,
+ * NVME_PCI_MIN_QUEUE_SIZE 2, NVME_PCI_MAX_QUEUE_SIZE 4095); anything else is EINVAL,
+ * and a refused option makes the whole module fail to load. */
+#define NVME_PCI_MIN_QUEUE_SIZE 2u
+#define NVME_PCI_MAX_QUEUE_SIZE 4095u
+
+static int parse_queue_depth(const char *value, char **ret) {
+        assert(value);
+        assert(ret);
+
+        return parse_uint_range(value, NVME_PCI_MIN_QUEUE_SIZE, NVME_PCI_MAX_QUEUE_SIZE, ret);
+}
+
+/* drivers/nvme/host/pci.c nvme_pci_enable: q_depth = min(CAP.MQES + 1, io_queue_depth);
+ * nvme_dev_add: the tag set's queue_depth = min(q_depth, BLK_MQ_MAX_DEPTH) - 1 (one
+ * entry stays free so that a full queue is told from an empty one). A controller
+ * allows no more than its MQES, whatever the parameter says. */
+static int resolve_queue_depth(const char *canonical, const KnobFacts *f, char **ret, char **ret_note) {
+        uint64_t v;
+        int r = safe_atou64(canonical, &v);
+
+        assert(canonical);
+        assert(f);
+        assert(ret);
+
+        if (r < 0)
+                return r;
+        if (f->max_queue_entries && v > f->max_queue_entries) {
+                if (ret_note)
+                        (void) asprintf_safe(ret_note,
+                                             "capped at the controller's %u entries per queue (CAP.MQES + 1): "
+                                             "tag depth %u",
+                                             f->max_queue_entries, f->max_queue_entries - 1);
+                v = f->max_queue_entries;
+        }
+        return uint_ret(v, ret);
+}
+
 const Knob knob_table[_KNOB_MAX] = {
         [KNOB_NVME_POLL_QUEUES] = {
                 .id = KNOB_NVME_POLL_QUEUES, .scope = KNOB_SCOPE_MODULE, .name = "poll_queues", .section = "nvme",
@@ -447,7 +494,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "a number of polled I/O queues, 0 upwards",
                 .summary = "polled queues (no interrupts) for HIPRI I/O; module-wide, fixed at controller probe",
                 .parse = parse_queue_count, .normalize = normalize_trim, .resolve = resolve_queue_count,
-                .word = "poll", .from_queue_map = nvme_queue_map_poll_queues,
+                .unit = "poll queue(s)", .from_queue_map = nvme_queue_map_poll_queues,
         },
         [KNOB_NVME_WRITE_QUEUES] = {
                 .id = KNOB_NVME_WRITE_QUEUES, .scope = KNOB_SCOPE_MODULE, .name = "write_queues", .section = "nvme",
@@ -455,7 +502,17 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "a number of I/O queues for writes, 0 (reads and writes share) upwards",
                 .summary = "queues reserved for writes, the rest serve reads; module-wide, fixed at controller probe",
                 .parse = parse_queue_count, .normalize = normalize_trim, .resolve = resolve_queue_count,
-                .word = "write", .from_queue_map = nvme_queue_map_write_queues,
+                .unit = "write queue(s)", .from_queue_map = nvme_queue_map_write_queues,
+        },
+        [KNOB_NVME_IO_QUEUE_DEPTH] = {
+                .id = KNOB_NVME_IO_QUEUE_DEPTH, .scope = KNOB_SCOPE_MODULE, .name = "io_queue_depth",
+                .section = "nvme", .attr = "io_queue_depth",
+                .expected = "entries per I/O queue from 2 to 4095 (the tag depth is one less)",
+                .summary = "entries per I/O queue, and so the tag depth that caps nr_requests under none; "
+                           "module-wide, fixed at controller probe",
+                .parse = parse_queue_depth, .normalize = normalize_trim, .resolve = resolve_queue_depth,
+                .unit = "entries per I/O queue", .from_queue_map = nvme_queue_map_io_queue_depth,
+                .sets_tag_depth = true,
         },
         [KNOB_SCHEDULER] = {
                 .id = KNOB_SCHEDULER, .name = "scheduler", .section = "queue", .attr = "queue/scheduler",

@@ -13,6 +13,7 @@ struct NvmeQueueMap;
 typedef enum KnobId {
         KNOB_NVME_POLL_QUEUES,  /* module-wide nvme.poll_queues, as seen on one controller */
         KNOB_NVME_WRITE_QUEUES, /* module-wide nvme.write_queues */
+        KNOB_NVME_IO_QUEUE_DEPTH, /* module-wide nvme.io_queue_depth: entries per I/O queue, hence the tag depth */
         KNOB_SCHEDULER,
         KNOB_NR_REQUESTS,
         KNOB_RQ_AFFINITY,
@@ -40,6 +41,10 @@ typedef struct KnobFacts {
         unsigned max_hw_sectors_kb;   /* 0 if unknown */
         const char *scheduler_after;  /* the scheduler the queue has once the scheduler knob ran */
         unsigned possible_cpus;       /* 0 if unknown */
+        unsigned max_queue_entries;   /* the NVMe controller's CAP.MQES + 1, 0 if unknown */
+        /* The tag depth the queue will have once a planned module row takes effect
+         * (nvme.io_queue_depth after a reboot or rebind), 0 if none is pending. */
+        unsigned nr_tags_pending;
 } KnobFacts;
 
 /* What a row is set on, which decides how it is read and written. */
@@ -86,10 +91,14 @@ typedef struct Knob {
         /* Every blk-mq queue has the attribute: on a disk with mq/, "unsupported" (it
          * could not be read) means the queue is going away. */
         bool on_every_mq_queue;
-        /* Module rows: the queues of the kind the parameter counts ("poll", "write"),
-         * and how many of them the controller's queue maps show. */
-        const char *word;
+        /* Module rows: what the parameter counts on a controller, after a number ("poll
+         * queue(s)", "entries per I/O queue"), and how much of it the controller's queue
+         * maps show (the value the controller was probed with, as far as it shows). */
+        const char *unit;
         unsigned (*from_queue_map)(const struct NvmeQueueMap *m);
+        /* Module rows: the controller's tag depth (mq/N/nr_tags) follows the value: it
+         * is the value - 1 once the driver probes the controller again. */
+        bool sets_tag_depth;
 } Knob;
 
 extern const Knob knob_table[_KNOB_MAX];

@@ -153,3 +153,9 @@ unsigned nvme_queue_map_poll_queues(const NvmeQueueMap *m) {
 
         return m->n_poll;
 }
+
+unsigned nvme_queue_map_io_queue_depth(const NvmeQueueMap *m) {
+        assert(m);
+
+        return m->nr_tags ? m->nr_tags + 1 : 0;
+}

@@ -53,6 +53,10 @@ bool nvme_apst_from_dw(uint32_t dw);
 typedef struct NvmeQueueMap {
         unsigned n_default, n_read, n_poll;
         bool known;  /* false: the cpu_lists did not split into whole maps */
+        /* The tag depth of the hardware queues (mq/0/nr_tags), 0 if unknown: not in the
+         * cpu_lists, so nvme_queue_map_from_queues() leaves it 0 and its callers, which
+         * read the disk, fill it in. */
+        unsigned nr_tags;
 } NvmeQueueMap;
 
 int nvme_queue_map_from_queues(const HwQueue *q, size_t n, bool io_poll, NvmeQueueMap *ret);
@@ -61,3 +65,7 @@ int nvme_queue_map_from_queues(const HwQueue *q, size_t n, bool io_poll, NvmeQue
 unsigned nvme_queue_map_write_queues(const NvmeQueueMap *m);
 /* The poll queues in the sense of nvme.poll_queues: the poll map. */
 unsigned nvme_queue_map_poll_queues(const NvmeQueueMap *m);
+/* The entries per I/O queue in the sense of nvme.io_queue_depth, as the tag set shows
+ * them: nr_tags + 1 = min(io_queue_depth, CAP.MQES + 1) when the controller was
+ * probed (drivers/nvme/host/pci.c: nvme_pci_enable, nvme_dev_add); 0 if unknown. */
+unsigned nvme_queue_map_io_queue_depth(const NvmeQueueMap *m);

@@ -3,6 +3,8 @@
 #include <endian.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libnvme.h>
@@ -185,6 +187,43 @@ static void identify(NvmeCtrl *c) {
                 nvme_num_queues_from_dw(dw, &c->granted_sq, &c->granted_cq);
 }
 
+/* CAP.MQES + 1 of a PCIe controller, 0 if it cannot be read. CAP is the 64-bit
+ * register at offset 0 of BAR 0, MQES its bits 15:0, zero-based (NVMe Base
+ * Specification 2.0, 3.1.3.1). No sysfs attribute shows it (sqsize is already
+ * limited by nvme.io_queue_depth), so it is read as nvme-cli's show-regs reads it:
+ * through a read-only shared mapping of the PCI function's resource0, a read without
+ * side effects. Only root may open resource0, and the kernel refuses the mapping
+ * under lockdown and, with CONFIG_IO_STRICT_DEVMEM (Debian's kernels), while a
+ * driver has claimed the BAR, as nvme has (drivers/pci/pci-sysfs.c:
+ * pci_mmap_resource, kernel/resource.c: iomem_is_exclusive): then it is unknown,
+ * and a rebind that comes back with fewer entries than asked for shows it. */
+static unsigned pcie_max_queue_entries(struct udev_device *u) {
+        struct udev_device *pci = udev_device_get_parent_with_subsystem_devtype(u, "pci", NULL);
+        _cleanup_free_ char *p = pci ? path_join(udev_device_get_syspath(pci), "resource0") : NULL;
+        _cleanup_close_ int fd = -1;
+        long page = sysconf(_SC_PAGESIZE);
+        const volatile uint32_t *regs;
+        struct stat st;
+        uint32_t lo;
+
+        assert(u);
+
+        if (!p || page <= 0)
+                return 0;
+        fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 8)
+                return 0;
+        regs = mmap(NULL, (size_t) page, PROT_READ, MAP_SHARED, fd, 0);
+        if (regs == MAP_FAILED)
+                return 0;
+        lo = le32toh(regs[0]); /* one 32-bit read: the register is read in 32-bit halves */
+        munmap((void *) regs, (size_t) page);
+        /* All ones is what a read of a function that is gone (surprise removal) returns. */
+        if (lo == UINT32_MAX)
+                return 0;
+        return (lo & 0xffffu) + 1;
+}
+
 int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
         assert(u);
         assert(ret);
@@ -216,6 +255,8 @@ int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
         free(n);
         c->queue_count = sysattr_uint(u, "queue_count");
         c->sqsize = sysattr_uint(u, "sqsize");
+        if (c->transport && streq(c->transport, "pcie"))
+                c->max_queue_entries = pcie_max_queue_entries(u);
         pm = path_join(c->syspath, "power/pm_qos_latency_tolerance_us");
         c->has_pm_qos = pm && access(pm, F_OK) == 0;
         identify(c);

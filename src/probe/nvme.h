@@ -21,6 +21,8 @@ typedef struct NvmeCtrl {
         unsigned queue_count;  /* sysfs queue_count: the admin queue plus the I/O queues in use */
         unsigned sqsize;       /* sysfs sqsize: the I/O queue depth in use - 1, i.e.
                                 * min(CAP.MQES, nvme.io_queue_depth - 1) on PCIe */
+        unsigned max_queue_entries; /* CAP.MQES + 1: the most entries an I/O queue may have,
+                                     * read from BAR 0 on PCIe; 0 if unknown */
         bool has_pm_qos;       /* power/pm_qos_latency_tolerance_us: the kernel drives APST */
         bool identified;       /* Identify Controller answered */
         char *identify_error;  /* why it did not (no device node, permission, status) */

@@ -53,6 +53,10 @@ static json_object *nvme_json(const Device *d) {
         json_object_object_add(o, "numa_node", json_object_new_int(c->numa_node));
         json_object_object_add(o, "queue_count", json_object_new_int((int) c->queue_count));
         json_object_object_add(o, "io_queue_depth", c->sqsize ? json_object_new_int((int) c->sqsize + 1) : NULL);
+        /* CAP.MQES + 1: the most nvme.io_queue_depth can give this controller; its tag
+         * depth (the disk's nr_tags) is one less than the depth it was probed with. */
+        json_object_object_add(o, "max_queue_entries",
+                               c->max_queue_entries ? json_object_new_int((int) c->max_queue_entries) : NULL);
         json_object_object_add(o, "identified", json_object_new_boolean(c->identified));
         json_object_object_add(o, "identify_error", str_or_null(c->identify_error));
         json_object_object_add(o, "apst_supported", c->identified ? json_object_new_boolean(c->apsta) : NULL);

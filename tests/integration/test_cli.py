@@ -495,6 +495,7 @@ class CliTest(unittest.TestCase):
         self.assertFalse(nv["apst_supported"])
         self.assertEqual(nv["granted_io_sq"], 2)   # Get Features 0x07 reply, 0's based 1
         self.assertEqual(nv["io_queue_depth"], 1024)
+        self.assertEqual(nv["max_queue_entries"], 2048)  # CAP.MQES 0x7ff + 1, from resource0
         self.assertEqual(nv["queue_maps"], {"default": 2, "read": 0, "poll": 0})
         out = self.run_cli("explain", "nvme0n1").stdout
         self.assertIn("NQN:         nqn.2019-08.org.qemu:SER0", out)
@@ -502,6 +503,39 @@ class CliTest(unittest.TestCase):
         self.assertIn("APST:      not supported", out)
         self.assertIn("2 I/O submission / 2 completion queues granted", out)
         self.assertIn("maps:      2 default, 0 read, 0 poll queues", out)
+
+    def test_nvme_io_queue_depth_capped_by_mqes_pending_reboot(self):
+        self.bed.nvme(0)                # MQES 0x7ff: 2048 entries
+        self.bed.nvme(2, mqes=0x3FF)    # 1024 entries: it has them already
+        self.bed.nvme(3, mqes=None)     # no BAR to read: MQES unknown
+        self.write_conf("profiles/deep.yaml",
+                        "extends: latency\nqueue: { nr_requests: 4096 }\nnvme: { io_queue_depth: 4095 }\n")
+        self.write_conf("iotuned.yaml.d/50-deep.yaml", "rules:\n  - { match: { kernel: 'nvme*' }, profile: deep }\n")
+        dropin = os.path.join(self.root, "etc/modprobe.d/iotuned-nvme.conf")
+        devs = self.by_device(self.json_of("plan"))
+        self.assertIsNone(devs["nvme3n1"]["facts"]["nvme"]["max_queue_entries"])
+        s = self.settings(devs["nvme0n1"])["io_queue_depth"]
+        self.assertEqual((s["observed"], s["effective"], s["state"]), ("1024", "2048", "changed"))
+        self.assertIn("would write nvme.io_queue_depth=4095", s["note"])
+        self.assertIn("tag depth 1023", s["detail"])
+        n = self.settings(devs["nvme0n1"])["nr_requests"]
+        self.assertEqual(n["effective"], "1023")
+        self.assertIn("2047 once the pending nvme.io_queue_depth takes effect", n["note"])
+        s = self.settings(devs["nvme2n1"])["io_queue_depth"]
+        self.assertEqual((s["observed"], s["effective"], s["state"]), ("1024", "1024", "ok"))
+        self.assertIn("CAP.MQES + 1", s["note"])
+        s = self.settings(devs["nvme3n1"])["io_queue_depth"]
+        self.assertEqual((s["effective"], s["state"]), ("4095", "changed"))
+        self.assertFalse(os.path.exists(dropin))
+
+        out = self.run_cli("apply").stdout
+        self.assertRegex(out, r"nvme0n1\s+nvme0 io_queue_depth\s+1024\s+2048\s+pending-reboot")
+        self.assertNotIn("nvme2 io_queue_depth", out)  # ok rows are not listed
+        with open(dropin) as f:
+            self.assertIn("\noptions nvme io_queue_depth=4095\n", f.read())
+        self.assertIn("pending-reboot", self.run_cli("verify", "nvme0n1").stdout)  # not drift: exit 0
+        self.run_cli("restore")
+        self.assertFalse(os.path.exists(dropin), "restore removes the drop-in it owns")
 
     def test_nvme_poll_queues_pending_reboot_writes_dropin(self):
         self.bed.nvme(0)

@@ -89,11 +89,16 @@ class Testbed:
         return self.add("block", name, parent, attrs, p)
 
     def nvme(self, ctrl_index, namespaces=1, numa_node="-1", model="QEMU NVMe Ctrl", transport="pcie",
-             props=None, irqs=None, fake=True, pm_qos=None, **queue):
+             props=None, irqs=None, fake=True, pm_qos=None, mqes=0x7FF, **queue):
         pci_attrs = {"numa_node": numa_node, "local_cpulist": "0-1"}
         for irq in irqs or []:
             pci_attrs[f"msi_irqs/{irq}"] = "msix"
         pci = self.add("pci", f"0000:0{ctrl_index + 1}:00.0", None, pci_attrs, {})
+        if mqes is not None:
+            # BAR 0 as resource0 shows it: CAP at offset 0, little-endian; MQES (bits
+            # 15:0, zero-based; QEMU's default 0x7ff), CQR (bit 16), TO (bits 31:24).
+            cap = mqes | 1 << 16 | 0x0F << 24 | 1 << 37
+            self.tb.set_attribute_binary(pci, "resource0", list(cap.to_bytes(8, "little")) + [0] * (4096 - 8))
         if fake is True:
             fake = FakeNvme(model=model, serial=f"SER{ctrl_index}", apsta=pm_qos is not None)
         attrs = {"model": model + "   ", "serial": f"SER{ctrl_index}", "firmware_rev": "8.0.0 ",

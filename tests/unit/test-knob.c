@@ -162,15 +162,104 @@ TEST(row_behaviour) {
         ASSERT_INT_EQ(knob_table[KNOB_WBT_LAT_USEC].unsupported_errno, EINVAL);
         ASSERT_STREQ(knob_table[KNOB_NR_REQUESTS].limit_name, "hardware tag depth");
 
-        /* Module rows count their queues in the controller's queue maps. */
-        NvmeQueueMap m = { .n_default = 4, .n_read = 2, .n_poll = 1, .known = true };
-        for (size_t i = 0; i < _KNOB_MAX; i++)
+        /* Module rows read their value in the controller's queue maps and tag depth. */
+        NvmeQueueMap m = { .n_default = 4, .n_read = 2, .n_poll = 1, .known = true, .nr_tags = 2047 };
+        for (size_t i = 0; i < _KNOB_MAX; i++) {
                 ASSERT_TRUE((knob_table[i].scope == KNOB_SCOPE_MODULE) == (knob_table[i].from_queue_map != NULL &&
-                                                                           knob_table[i].word != NULL));
+                                                                           knob_table[i].unit != NULL));
+                ASSERT_TRUE(!knob_table[i].sets_tag_depth || knob_table[i].scope == KNOB_SCOPE_MODULE);
+        }
         ASSERT_INT_EQ(knob_table[KNOB_NVME_POLL_QUEUES].from_queue_map(&m), 1);
         ASSERT_INT_EQ(knob_table[KNOB_NVME_WRITE_QUEUES].from_queue_map(&m), 4);
-        ASSERT_STREQ(knob_table[KNOB_NVME_POLL_QUEUES].word, "poll");
-        ASSERT_STREQ(knob_table[KNOB_NVME_WRITE_QUEUES].word, "write");
+        ASSERT_INT_EQ(knob_table[KNOB_NVME_IO_QUEUE_DEPTH].from_queue_map(&m), 2048); /* nr_tags + 1 */
+        m.nr_tags = 0;
+        ASSERT_INT_EQ(knob_table[KNOB_NVME_IO_QUEUE_DEPTH].from_queue_map(&m), 0); /* unknown */
+        ASSERT_STREQ(knob_table[KNOB_NVME_POLL_QUEUES].unit, "poll queue(s)");
+        ASSERT_STREQ(knob_table[KNOB_NVME_WRITE_QUEUES].unit, "write queue(s)");
+        ASSERT_STREQ(knob_table[KNOB_NVME_IO_QUEUE_DEPTH].unit, "entries per I/O queue");
+        ASSERT_TRUE(knob_table[KNOB_NVME_IO_QUEUE_DEPTH].sets_tag_depth);
+        ASSERT_TRUE(!knob_table[KNOB_NVME_POLL_QUEUES].sets_tag_depth && !knob_table[KNOB_NVME_WRITE_QUEUES].sets_tag_depth);
+}
+
+/* nvme.io_queue_depth: the driver's bounds (io_queue_depth_set: 2..4095, EINVAL
+ * otherwise), and the controller's CAP.MQES + 1 caps what it takes (nvme_pci_enable). */
+TEST(io_queue_depth_bounds_and_mqes) {
+        const Knob *k = knob_get(KNOB_NVME_IO_QUEUE_DEPTH);
+        char *v = NULL, *note = NULL;
+        KnobFacts f = {};
+
+        ASSERT_STREQ(k->section, "nvme");
+        ASSERT_STREQ(k->attr, "io_queue_depth");
+        ASSERT_TRUE(knob_by_name("io_queue_depth") == k);
+        ASSERT_INT_EQ(k->parse("1", &v), -ERANGE);
+        ASSERT_INT_EQ(k->parse("4096", &v), -ERANGE);
+        ASSERT_INT_EQ(k->parse("deep", &v), -EINVAL);
+        ASSERT_INT_EQ(k->parse("2", &v), 0);
+        ASSERT_STREQ(v, "2");
+        free(v);
+        ASSERT_INT_EQ(k->parse("4095", &v), 0);
+        ASSERT_STREQ(v, "4095");
+        free(v);
+        /* MQES unknown: as asked, no note. */
+        ASSERT_INT_EQ(k->resolve("4095", &f, &v, &note), 0);
+        ASSERT_STREQ(v, "4095");
+        ASSERT_TRUE(note == NULL);
+        free(v);
+        /* QEMU's controller: MQES 0x7ff, 2048 entries, tag depth 2047. */
+        f.max_queue_entries = 2048;
+        ASSERT_INT_EQ(k->resolve("4095", &f, &v, &note), 0);
+        ASSERT_STREQ(v, "2048");
+        ASSERT_STREQ(note, "capped at the controller's 2048 entries per queue (CAP.MQES + 1): tag depth 2047");
+        free(v);
+        free(note);
+        note = NULL;
+        ASSERT_INT_EQ(k->resolve("1024", &f, &v, &note), 0);
+        ASSERT_STREQ(v, "1024");
+        ASSERT_TRUE(note == NULL);
+        free(v);
+        /* The possible CPUs bound queue counts, not the depth. */
+        f = (KnobFacts) { .possible_cpus = 2 };
+        ASSERT_INT_EQ(k->resolve("2048", &f, &v, NULL), 0);
+        ASSERT_STREQ(v, "2048");
+        free(v);
+}
+
+/* nr_requests under none follows the tag depth; a larger one pending in
+ * nvme.io_queue_depth is said, not planned (writing it now would be EINVAL). */
+TEST(nr_requests_notes_pending_tag_depth) {
+        const Knob *k = knob_get(KNOB_NR_REQUESTS);
+        KnobFacts f = { .nr_tags = 1023, .scheduler_after = "none", .nr_tags_pending = 2047 };
+        char *v = NULL, *note = NULL;
+
+        ASSERT_INT_EQ(k->resolve("4096", &f, &v, &note), 0);
+        ASSERT_STREQ(v, "1023");
+        ASSERT_STREQ(note, "clamped to 1023 (hardware tag depth; 2047 once the pending nvme.io_queue_depth takes effect)");
+        free(v);
+        free(note);
+        note = NULL;
+        ASSERT_INT_EQ(k->resolve("1500", &f, &v, &note), 0);
+        ASSERT_STREQ(v, "1023");
+        ASSERT_STREQ(note, "clamped to 1023 (hardware tag depth; 1500 once the pending nvme.io_queue_depth takes effect)");
+        free(v);
+        free(note);
+        note = NULL;
+        /* "max" is the tag depth there is now. */
+        ASSERT_INT_EQ(k->resolve("max", &f, &v, &note), 0);
+        ASSERT_STREQ(v, "1023");
+        ASSERT_TRUE(note == NULL);
+        free(v);
+        /* With a scheduler the tag depth is not the limit: no such note. */
+        f.scheduler_after = "mq-deadline";
+        ASSERT_INT_EQ(k->resolve("4096", &f, &v, &note), 0);
+        ASSERT_STREQ(v, "2048");
+        ASSERT_STREQ(note, "clamped to 2048 (scheduler queue limit)");
+        free(v);
+        free(note);
+        /* After the rebind, the new tag depth: max is 2047. */
+        f = (KnobFacts) { .nr_tags = 2047, .scheduler_after = "none" };
+        ASSERT_INT_EQ(k->resolve("max", &f, &v, NULL), 0);
+        ASSERT_STREQ(v, "2047");
+        free(v);
 }
 
 /* A file of the source tree (the fixtures are its tests/fixtures), or NULL. */
@@ -256,4 +345,5 @@ TEST(every_knob_is_documented_and_faked) {
 
 TEST_MAIN(T(table_is_in_write_order), T(scheduler_readback), T(scheduler_names), T(nr_requests_resolution),
           T(wbt_default_depends_on_rotational), T(read_ahead_rounds_to_pages), T(max_sectors_clamps_to_hardware),
-          T(small_enums_and_booleans), T(row_behaviour), T(every_knob_is_documented_and_faked))
+          T(small_enums_and_booleans), T(row_behaviour), T(io_queue_depth_bounds_and_mqes),
+          T(nr_requests_notes_pending_tag_depth), T(every_knob_is_documented_and_faked))

@@ -407,6 +407,106 @@ TEST(dropin_clamped_to_possible_cpus_and_lowered) {
         free(conf);
 }
 
+/* nvme.io_queue_depth: observed as the tag depth + 1, capped by the controller's
+ * MQES, the drop-in not capped by it (another controller may take it in full), and
+ * nr_requests under none says what the pending depth will allow. */
+TEST(io_queue_depth_row) {
+        char *dir = tmpdir_new(), *dropin = path_join(dir, "iotuned-nvme.conf"), *module = path_join(dir, "module"),
+             *conf = path_join(dir, "conf"), *disk = path_join(dir, "disk"), *key = NULL;
+        int targets[_KNOB_MAX], v[_KNOB_MAX];
+        tmpdir_write(dir, "module/initstate", "live\n");
+        tmpdir_write(dir, "disk/queue/scheduler", "[none] mq-deadline\n");
+        tmpdir_write(dir, "disk/queue/nr_requests", "1023\n");
+        tmpdir_write(dir, "conf/profiles/deep.yaml",
+                     "queue: { scheduler: none, nr_requests: 4096 }\nnvme: { io_queue_depth: 4095 }\n");
+        tmpdir_write(dir, "conf/iotuned.yaml", "default_profile: deep\n");
+        Config *c = config_in(conf);
+        ASSERT_TRUE(c);
+
+        Device *d = nvme_disk("nvme0n1", "nvme0", "A");
+        free(d->syspath);
+        d->syspath = strdup(disk);
+        d->nr_tags = 1023;                  /* the default io_queue_depth 1024 */
+        d->nvme->max_queue_entries = 2048;  /* QEMU: CAP.MQES 0x7ff */
+        DevicePlan *p = NULL;
+        ASSERT_INT_EQ(plan_device(c, d, NULL, &p), 0);
+        ASSERT_STREQ(row(p, KNOB_NVME_IO_QUEUE_DEPTH)->object, "nvme0 io_queue_depth");
+        plan_module_targets(&p, 1, targets);
+        ASSERT_INT_EQ(targets[KNOB_NVME_IO_QUEUE_DEPTH], 4095);
+
+        ReconcileOptions o = { .mode = RECONCILE_DRY_RUN, .modprobe_dropin = dropin, .module_targets = targets,
+                               .nvme_module_dir = module };
+        ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+        const Setting *s = row(p, KNOB_NVME_IO_QUEUE_DEPTH);
+        ASSERT_INT_EQ(s->state, STATE_CHANGED);
+        ASSERT_STREQ(s->observed, "1024");
+        ASSERT_STREQ(s->effective, "2048"); /* capped at MQES + 1 */
+        ASSERT_TRUE(strstr(s->note, "would write nvme.io_queue_depth=4095") != NULL);
+        ASSERT_STREQ(s->detail, "queues: 2 default, 0 read, 0 poll; tag depth 1023");
+        s = row(p, KNOB_NR_REQUESTS);
+        ASSERT_STREQ(s->effective, "1023"); /* writing more now would be EINVAL */
+        ASSERT_STREQ(s->note,
+                     "clamped to 1023 (hardware tag depth; 2047 once the pending nvme.io_queue_depth takes effect)");
+        ASSERT_INT_EQ(s->state, STATE_OK);
+
+        /* APPLY without rebind: the drop-in says 4095, not this controller's 2048, and
+         * nothing else; pending-reboot. */
+        o.mode = RECONCILE_APPLY;
+        ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+        ASSERT_INT_EQ(row(p, KNOB_NVME_IO_QUEUE_DEPTH)->state, STATE_PENDING_REBOOT);
+        ASSERT_INT_EQ(nvme_dropin_read(dropin, v), 0);
+        ASSERT_INT_EQ(v[KNOB_NVME_IO_QUEUE_DEPTH], 4095);
+        ASSERT_INT_EQ(v[KNOB_NVME_POLL_QUEUES], -1);
+        ASSERT_INT_EQ(v[KNOB_NVME_WRITE_QUEUES], -1);
+        /* A rebind for another depth is another rebind. */
+        key = nvme_rebind_key(d->nvme, v);
+        ASSERT_STREQ(key, "nvme0 poll_queues=-1 write_queues=-1 io_queue_depth=4095");
+        free(key);
+        o.mode = RECONCILE_VERIFY;
+        ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+        ASSERT_INT_EQ(row(p, KNOB_NVME_IO_QUEUE_DEPTH)->state, STATE_PENDING_REBOOT); /* not drift */
+        device_plan_free(p);
+
+        /* Probed again with the depth (after a rebind): ok, and nr_requests follows. */
+        d = nvme_disk("nvme0n1", "nvme0", "A");
+        free(d->syspath);
+        d->syspath = strdup(disk);
+        d->nr_tags = 2047;
+        d->nvme->max_queue_entries = 2048;
+        ASSERT_INT_EQ(plan_device(c, d, NULL, &p), 0);
+        o.mode = RECONCILE_DRY_RUN;
+        ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+        ASSERT_INT_EQ(row(p, KNOB_NVME_IO_QUEUE_DEPTH)->state, STATE_OK);
+        ASSERT_STREQ(row(p, KNOB_NVME_IO_QUEUE_DEPTH)->observed, "2048");
+        ASSERT_STREQ(row(p, KNOB_NR_REQUESTS)->effective, "2047");
+        ASSERT_STREQ(row(p, KNOB_NR_REQUESTS)->note, "clamped to 2047 (hardware tag depth)");
+        device_plan_free(p);
+
+        /* The profiles now want less than the controller has: ok, the drop-in follows down. */
+        tmpdir_write(dir, "conf/profiles/deep.yaml", "nvme: { io_queue_depth: 256 }\n");
+        config_free(c);
+        c = config_in(conf);
+        ASSERT_TRUE(c);
+        d = nvme_disk("nvme0n1", "nvme0", "A");
+        d->nr_tags = 1023;
+        ASSERT_INT_EQ(plan_device(c, d, NULL, &p), 0);
+        plan_module_targets(&p, 1, targets);
+        o.mode = RECONCILE_APPLY;
+        ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+        ASSERT_INT_EQ(row(p, KNOB_NVME_IO_QUEUE_DEPTH)->state, STATE_OK);
+        ASSERT_TRUE(strstr(row(p, KNOB_NVME_IO_QUEUE_DEPTH)->note, "has 1024 entries per I/O queue") != NULL);
+        ASSERT_INT_EQ(nvme_dropin_read(dropin, v), 0);
+        ASSERT_INT_EQ(v[KNOB_NVME_IO_QUEUE_DEPTH], 256);
+        device_plan_free(p);
+
+        config_free(c);
+        tmpdir_remove(dir);
+        free(dropin);
+        free(module);
+        free(conf);
+        free(disk);
+}
+
 TEST(apst_without_the_kernel_only_off) {
         NvmeCtrl c = { .name = (char *) "nvme0", .has_pm_qos = false, .identified = true, .apsta = true,
                        .coalescing_changeable = -1 };
@@ -494,5 +594,5 @@ TEST(multipath_path_disks) {
 
 TEST_MAIN(T(coalescing_words), T(coalescing_text), T(apst_words_and_values), T(number_of_queues_reply),
           T(feature_argument_blocks), T(queue_maps), T(dropin_round_trip), T(module_queue_counts_pending_reboot),
-          T(dropin_clamped_to_possible_cpus_and_lowered), T(apst_without_the_kernel_only_off),
+          T(dropin_clamped_to_possible_cpus_and_lowered), T(io_queue_depth_row), T(apst_without_the_kernel_only_off),
           T(controller_rows_only_on_nvme), T(multipath_path_disks))

@@ -8,7 +8,10 @@
 # read back; poll queues asked for on a system without them: the modprobe.d
 # drop-in and pending-reboot; `apply: rebind` rebinds the idle controller, which
 # comes back with a working poll queue (io_poll=1, polled reads land on it), and
-# refuses the controller whose namespace is mounted; restore removes the drop-in.
+# refuses the controller whose namespace is mounted; nvme.io_queue_depth 2048 (QEMU's
+# CAP.MQES + 1): a rebind gives the idle controller a tag set of 2047 that
+# nr_requests (none, max) follows, while the mounted one keeps 1023, and asking for
+# 4095 comes back with 2048 and says so; restore removes the drop-in.
 
 VM_DEVICES=(
 	"nvme nv0" # idle: may be rebound
@@ -36,6 +39,14 @@ YAML
 	cat >"$CONF/profiles/poll-rebind.yaml" <<'YAML'
 extends: latency
 nvme: { poll_queues: 1, apply: rebind }
+YAML
+	cat >"$CONF/profiles/deep-rebind.yaml" <<'YAML'
+extends: latency
+nvme: { poll_queues: 1, io_queue_depth: 2048, apply: rebind }
+YAML
+	cat >"$CONF/profiles/deep-4095.yaml" <<'YAML'
+extends: latency
+nvme: { poll_queues: 1, io_queue_depth: 4095, apply: rebind }
 YAML
 }
 
@@ -195,6 +206,65 @@ check_polled_reads_use_the_poll_queue() {
 	(( b - a >= 512 )) || fail "interrupt-driven reads raised only $((b - a)) interrupts: cannot tell"
 	(( (c - b) * 10 < b - a )) || fail "polled reads raised $((c - b)) interrupts (interrupt-driven: $((b - a)))"
 	note "ok: polled reads completed without interrupts"
+}
+
+max_queue_entries() { # JSONFILE DISK -> facts.nvme.max_queue_entries
+	"$IOTVM_PY" - "$@" <<'PY'
+import json, sys
+for d in json.load(open(sys.argv[1]))["devices"]:
+    if d["device"] == sys.argv[2]:
+        print(d["facts"]["nvme"]["max_queue_entries"])
+PY
+}
+
+check_io_queue_depth_rebind() {
+	local idle busy ictrl bctrl j=/run/iotvm-apply.json out
+	idle=$(idle_disk) busy=$(busy_disk)
+	ictrl=$(nvme_ctrl_of_disk "$idle") bctrl=$(nvme_ctrl_of_disk "$busy")
+	assert_eq 1024 "$(cat /sys/module/nvme/parameters/io_queue_depth)" "nvme.io_queue_depth before"
+	assert_eq 1023 "$(cat "/sys/block/$idle/mq/0/nr_tags")" "$idle tag depth before"
+	assert_eq 1023 "$(cat "/sys/block/$idle/queue/nr_requests")" "$idle nr_requests before"
+	# Debian's kernel has CONFIG_IO_STRICT_DEVMEM: a BAR the nvme driver claimed cannot
+	# be mapped (nvme-cli's show-regs fails the same way), so CAP.MQES is unknown.
+	iotunectl --json plan >"$j" || fail "plan failed"
+	assert_eq None "$(max_queue_entries "$j" "$idle")" "$idle max_queue_entries (BAR 0 not mappable while bound)"
+	note "nvme show-regs: $(nvme show-regs "/dev/$ictrl" 2>&1 | head -n1)"
+
+	use_profile deep-rebind # io_queue_depth 2048: QEMU's CAP.MQES 0x7ff + 1
+	out=$(iotunectl apply 2>&1) || fail "apply exited $?: $out"
+	printf '%s\n' "$out" | sed 's/^/    | /'
+	assert_match "$idle +$ictrl io_queue_depth +2048 +2048 +changed .*rebound $ictrl, which was idle: it now has 2048 entries per I/O queue" \
+		"$(grep "$ictrl io_queue_depth" <<<"$out")" "idle controller rebound for the depth"
+	assert_match "$busy +$bctrl io_queue_depth +1024 +2048 +pending-reboot .*not rebinding $bctrl: $busy is mounted at $BUSY_MNT" \
+		"$(grep "$bctrl io_queue_depth" <<<"$out")" "mounted controller refused"
+	assert_match "^options nvme .*io_queue_depth=2048" "$(grep '^options' "$DROPIN")" "$DROPIN"
+	assert_eq 2048 "$(cat /sys/module/nvme/parameters/io_queue_depth)" "live nvme.io_queue_depth"
+	idle=$(idle_disk)
+	ictrl=$(nvme_ctrl_of_disk "$idle")
+	# drivers/nvme/host/pci.c: q_depth = min(io_queue_depth, MQES + 1) = 2048, tags 2047
+	assert_eq 2047 "$(cat "/sys/class/nvme/$ictrl/sqsize")" "$ictrl sqsize after the rebind"
+	assert_eq 2047 "$(cat "/sys/block/$idle/mq/0/nr_tags")" "$idle tag depth after the rebind"
+	assert_eq 2047 "$(cat "/sys/block/$idle/queue/nr_requests")" "$idle nr_requests (none, max) after the rebind"
+	assert_sched "$idle" none
+	assert_eq 1 "$(cat "/sys/block/$idle/queue/io_poll")" "$idle keeps its poll queue"
+	assert_eq 1023 "$(cat "/sys/block/$busy/mq/0/nr_tags")" "$busy tag depth (not rebound)"
+	# the kernel's own cap: above the tag depth with none is EINVAL (block/blk-mq-tag.c)
+	assert_eq EINVAL "$(write_errno "/sys/block/$idle/queue/nr_requests" 2048)" "$idle nr_requests 2048 refused"
+	iotunectl --json verify >"$j" || fail "verify exited $?"
+	assert_eq ok "$(json_setting "$j" "$idle" io_queue_depth state)" "$idle io_queue_depth after the rebind"
+	assert_eq 2048 "$(json_setting "$j" "$idle" io_queue_depth observed)" "$idle io_queue_depth observed"
+	assert_match "tag depth 2047" "$(json_setting "$j" "$idle" io_queue_depth detail)" "$idle tag depth in status"
+	assert_eq 2047 "$(json_setting "$j" "$idle" nr_requests observed)" "$idle nr_requests in status"
+	assert_eq pending-reboot "$(json_setting "$j" "$busy" io_queue_depth state)" "$busy io_queue_depth"
+
+	# More than the controller allows: one rebind, back with 2048, and the note says why.
+	use_profile deep-4095
+	out=$(iotunectl apply 2>&1)
+	printf '%s\n' "$out" | sed 's/^/    | /'
+	assert_match "$idle +$ictrl io_queue_depth .*failed .*came back with 2048 entries per I/O queue.*2048 is this controller's own limit, CAP.MQES \+ 1" \
+		"$(grep "$ictrl io_queue_depth" <<<"$out")" "asking past MQES"
+	assert_eq 4095 "$(cat /sys/module/nvme/parameters/io_queue_depth)" "live nvme.io_queue_depth raised"
+	assert_eq 2047 "$(cat "/sys/block/$(idle_disk)/mq/0/nr_tags")" "tag depth stays at MQES"
 }
 
 check_restore_removes_dropin() {

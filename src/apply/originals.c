@@ -13,6 +13,7 @@
 
 #include "fileio.h"
 #include "irq.h"
+#include "pcie-link.h"
 #include "log.h"
 #include "nvme-apply.h"
 #include "originals.h"
@@ -208,6 +209,27 @@ static void add_ctrl_originals(json_object *values, const DevicePlan *p, bool *c
         }
 }
 
+/* The ASPM row planned on this disk: the link's enabled states before the first
+ * write. A link without the files has nothing to restore. */
+static void add_link_originals(json_object *values, const DevicePlan *p, bool *changed) {
+        assert(values);
+        assert(p);
+        assert(changed);
+
+        for (size_t i = 0; i < p->n_settings; i++) {
+                const Setting *s = &p->settings[i];
+                _cleanup_free_ char *raw = NULL, *norm = NULL;
+                if (s->knob->scope != KNOB_SCOPE_LINK || !s->path)
+                        continue;
+                if (json_object_object_get_ex(values, s->knob->name, NULL))
+                        continue; /* the first original wins */
+                if (pcie_link_read(s->path, &raw, NULL) < 0 || s->knob->normalize(raw, &norm) < 0)
+                        continue;
+                json_object_object_add(values, s->knob->name, json_object_new_string(norm));
+                *changed = true;
+        }
+}
+
 static int write_record(const char *dir, const char *name, json_object *root) {
         _cleanup_free_ char *p = record_path(dir, name);
         const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -255,8 +277,10 @@ int originals_record_locked(const char *dir, const DevicePlan *plan) {
                                 json_object_object_add(old, "irqs", irqs);
                         }
                         add_irq_originals(irqs, plan, &changed);
-                        if (json_object_object_get_ex(old, "values", &values))
+                        if (json_object_object_get_ex(old, "values", &values)) {
                                 add_ctrl_originals(values, plan, &changed);
+                                add_link_originals(values, plan, &changed);
+                        }
                         r = changed ? write_record(dir, d->name, old) : 0;
                         json_object_put(old);
                         return r;
@@ -289,6 +313,7 @@ int originals_record_locked(const char *dir, const DevicePlan *plan) {
                 json_object_object_add(values, kn->name, json_object_new_string(norm));
         }
         add_ctrl_originals(values, plan, &changed);
+        add_link_originals(values, plan, &changed);
         json_object_object_add(root, "values", values);
         add_irq_originals(irqs, plan, &changed);
         json_object_object_add(root, "irqs", irqs);

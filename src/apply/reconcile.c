@@ -11,6 +11,7 @@
 #include "nvme-apply.h"
 #include "escape.h"
 #include "originals.h"
+#include "pcie-link.h"
 #include "reconcile.h"
 #include "util.h"
 
@@ -95,6 +96,32 @@ static int ctrl_row_changeable(const Device *d, const Setting *s, const char *va
         return nvme_row_changeable(d->nvme, s->knob, value, ret_why);
 }
 
+/* The ASPM row: s->path is the PCI function's link/ directory, NULL when the disk has
+ * no PCI function. */
+static int link_row_read(const Device *d, const Setting *s, char **ret_raw, char **ret_why) {
+        assert(d);
+        assert(s);
+        assert(ret_raw);
+
+        return pcie_link_read(s->path, ret_raw, ret_why);
+}
+
+static int link_row_write(const Device *d, const Setting *s, const char *value, char **ret_why) {
+        assert(d);
+        assert(s);
+        assert(value);
+
+        return pcie_link_write(s->path, value, ret_why);
+}
+
+static int link_row_changeable(const Device *d, const Setting *s, const char *value, char **ret_why) {
+        assert(d);
+        assert(s);
+        assert(value);
+
+        return pcie_link_changeable(s->path, value, ret_why);
+}
+
 static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOptions *o);
 
 /* How each scope is read, written and asked whether it can change. A scope with
@@ -114,6 +141,7 @@ static const ScopeOps scope_ops[] = {
         [KNOB_SCOPE_IRQ] = { .read = file_row_read, .write = file_row_write },
         [KNOB_SCOPE_CTRL] = { .read = ctrl_row_read, .write = ctrl_row_write, .changeable = ctrl_row_changeable },
         [KNOB_SCOPE_MODULE] = { .reconcile = reconcile_module_row },
+        [KNOB_SCOPE_LINK] = { .read = link_row_read, .write = link_row_write, .changeable = link_row_changeable },
 };
 
 static const ScopeOps *scope_ops_of(const Knob *k) {

@@ -334,7 +334,7 @@ int values_parse_sections(const YNode *pair_value, const char *key, Value values
         assert(nvme_apply);
         assert(d);
 
-        *handled = streq(key, "queue") || streq(key, "irq") || streq(key, "nvme");
+        *handled = streq(key, "queue") || streq(key, "irq") || streq(key, "nvme") || streq(key, "pcie");
         if (streq(key, "irq"))
                 return parse_irq_section(pair_value, irq, d);
         if (!*handled)

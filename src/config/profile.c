@@ -67,7 +67,7 @@ const Profile *config_find_profile(const Config *c, const char *name) {
 }
 
 int profile_parse(const YNode *root, const char *path, const char *basename_name, Profile **ret, Diag *d) {
-        static const char *const keys[] = { "name", "description", "extends", "queue", "irq", "nvme" };
+        static const char *const keys[] = { "name", "description", "extends", "queue", "irq", "nvme", "pcie" };
         _cleanup_(profile_freep) Profile *p = NULL;
         int r = 0;
 

@@ -286,7 +286,7 @@ int rule_parse(const YNode *n, Rule *rule, Diag *d) {
                                         if (t == -ENOMEM)
                                                 return t;
                                         if (!handled) {
-                                                static const char *const sections[] = { "queue", "irq", "nvme" };
+                                                static const char *const sections[] = { "queue", "irq", "nvme", "pcie" };
                                                 node_unknown_key(s, "set", sections, ELEMENTSOF(sections), d);
                                                 t = -EINVAL;
                                         }

@@ -487,6 +487,92 @@ static int resolve_queue_depth(const char *canonical, const KnobFacts *f, char *
         return uint_ret(v, ret);
 }
 
+/* pcie aspm ----------------------------------------------------------------------- */
+
+/* drivers/pci/pcie/aspm.c (6.1): ASPM_ATTR(l0s_aspm, L0S) ... ASPM_ATTR(l1_2_pcipm, L1_2_PCIPM).
+ * Each file reads 1 when its state is enabled on the link (link->aspm_enabled) and
+ * takes a boolean: 0 adds the state to the link's disable mask, 1 removes it;
+ * enabling an L1 substate also enables L1 (aspm_attr_store_common). */
+const char *const aspm_state_names[ASPM_N_STATES] = { "l0s", "l1", "l1_1", "l1_2", "l1_1_pcipm", "l1_2_pcipm" };
+const char *const aspm_link_files[ASPM_N_STATES] = {
+        "l0s_aspm", "l1_aspm", "l1_1_aspm", "l1_2_aspm", "l1_1_pcipm", "l1_2_pcipm",
+};
+
+int aspm_states_from_string(const char *s, unsigned *ret) {
+        _cleanup_free_ char *c = NULL;
+        unsigned mask = 0;
+        char *tok, *save = NULL;
+
+        assert(s);
+        assert(ret);
+
+        if (streq(s, "off")) {
+                *ret = 0;
+                return 0;
+        }
+        c = strdup(s);
+        if (!c)
+                return -ENOMEM;
+        for (tok = strtok_r(c, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                size_t i;
+                tok = strstrip(tok);
+                for (i = 0; i < ASPM_N_STATES; i++)
+                        if (streq(tok, aspm_state_names[i]))
+                                break;
+                if (i == ASPM_N_STATES || (mask & (1u << i)))
+                        return -EINVAL; /* unknown, or named twice */
+                mask |= 1u << i;
+        }
+        if (mask == 0)
+                return -EINVAL; /* "", "," */
+        /* The kernel turns L1 on with any of its substates: "l1_2" alone cannot be. */
+        if ((mask & ASPM_L1SS_MASK) && !(mask & ASPM_L1_MASK))
+                return -EINVAL;
+        *ret = mask;
+        return 0;
+}
+
+int aspm_states_to_string(unsigned mask, char **ret) {
+        char buf[64] = "";
+
+        assert(ret);
+
+        if (mask == 0)
+                return dup_ret("off", ret);
+        for (size_t i = 0; i < ASPM_N_STATES; i++)
+                if (mask & (1u << i)) {
+                        if (buf[0])
+                                strcat(buf, ",");
+                        strcat(buf, aspm_state_names[i]);
+                }
+        return dup_ret(buf, ret);
+}
+
+/* A config value and a link's read-back (which reconcile builds from the files that
+ * read 1) both come out as "off" or the states in table order, "l1,l1_1". */
+static int parse_aspm(const char *value, char **ret) {
+        unsigned mask;
+        int r = aspm_states_from_string(value, &mask);
+
+        assert(value);
+        assert(ret);
+
+        if (r < 0)
+                return r;
+        return aspm_states_to_string(mask, ret);
+}
+
+static int normalize_aspm(const char *raw, char **ret) {
+        _cleanup_free_ char *c = strdup(raw);
+
+        assert(raw);
+        assert(ret);
+
+        if (!c)
+                return -ENOMEM;
+        return parse_aspm(strstrip(c), ret);
+}
+
 const Knob knob_table[_KNOB_MAX] = {
         [KNOB_NVME_POLL_QUEUES] = {
                 .id = KNOB_NVME_POLL_QUEUES, .scope = KNOB_SCOPE_MODULE, .name = "poll_queues", .section = "nvme",
@@ -612,6 +698,13 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "off, or threshold=ENTRIES (1-256),time_us=MICROSECONDS (0-25500 in steps of 100)",
                 .summary = "interrupt coalescing (FID 0x08): completions per interrupt and how long to wait",
                 .parse = parse_coalescing, .normalize = normalize_coalescing, .resolve = resolve_same,
+        },
+        [KNOB_PCIE_ASPM] = {
+                .id = KNOB_PCIE_ASPM, .scope = KNOB_SCOPE_LINK, .name = "aspm", .section = "pcie", .attr = "link",
+                .expected = "off, or the ASPM states to leave enabled, from l0s, l1, l1_1, l1_2, l1_1_pcipm, "
+                            "l1_2_pcipm, separated by commas (an L1 substate needs l1)",
+                .summary = "ASPM states of the PCIe link above the disk's PCI function; off avoids L1 exit latency",
+                .parse = parse_aspm, .normalize = normalize_aspm, .resolve = resolve_same,
         },
         [KNOB_IRQ_AFFINITY] = {
                 .id = KNOB_IRQ_AFFINITY, .scope = KNOB_SCOPE_IRQ, .name = "irq_affinity", .section = "irq", .attr = "smp_affinity_list",

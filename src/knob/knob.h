@@ -26,6 +26,7 @@ typedef enum KnobId {
         KNOB_IO_TIMEOUT,
         KNOB_NVME_APST,         /* per controller: power/pm_qos_latency_tolerance_us or FID 0x0C */
         KNOB_NVME_COALESCING,   /* per controller: FID 0x08 */
+        KNOB_PCIE_ASPM,         /* per PCIe link: <PCI function>/link/l1_aspm and its siblings */
         KNOB_IRQ_AFFINITY,   /* per interrupt vector: /proc/irq/N/smp_affinity_list */
         _KNOB_MAX,
         _KNOB_INVALID = -1,
@@ -53,13 +54,14 @@ typedef enum KnobScope {
         KNOB_SCOPE_IRQ,     /* /proc/irq/N/<attr> of one vector */
         KNOB_SCOPE_CTRL,    /* the disk's NVMe controller: sysfs or Get/Set Features */
         KNOB_SCOPE_MODULE,  /* an nvme module parameter: fixed when a controller is probed */
+        KNOB_SCOPE_LINK,    /* the PCIe link above the disk's PCI function: <function>/link/ */
 } KnobScope;
 
 typedef struct Knob {
         KnobId id;
         KnobScope scope;
         const char *name;      /* config key, KNOB= journal field, JSON "knob" */
-        const char *section;   /* profile section: "queue", "irq", "nvme" */
+        const char *section;   /* profile section: "queue", "irq", "nvme", "pcie" */
         const char *attr;      /* queue: below the disk's sysfs directory; irq: below /proc/irq/N;
                                 * ctrl: below the controller's; module: the parameter's name */
         bool needs_mq;         /* meaningless on bio-based disks (multipath heads, dm) */
@@ -105,5 +107,18 @@ extern const Knob knob_table[_KNOB_MAX];
 
 const Knob *knob_by_name(const char *name);
 const Knob *knob_get(KnobId id);
+/* The ASPM states of a PCIe link, as drivers/pci/pcie/aspm.c (5.5+) names its files
+ * below <PCI function>/link/: bit i is aspm_link_files[i]. The files exist only for
+ * the states the link supports (aspm_ctrl_attrs_are_visible). */
+#define ASPM_N_STATES 6
+#define ASPM_L1_MASK 0x02u      /* l1_aspm */
+#define ASPM_L1SS_MASK 0x3cu    /* l1_1_aspm, l1_2_aspm, l1_1_pcipm, l1_2_pcipm: each needs L1 */
+extern const char *const aspm_state_names[ASPM_N_STATES];  /* "l0s", "l1", ... in config values */
+extern const char *const aspm_link_files[ASPM_N_STATES];   /* "l0s_aspm", "l1_aspm", ... */
+
+/* "off" or "l0s,l1" <-> a mask of states. */
+int aspm_states_from_string(const char *s, unsigned *ret);
+int aspm_states_to_string(unsigned mask, char **ret);
+
 /* The row with resolve_basis set, or NULL. */
 const Knob *knob_resolve_basis(void);

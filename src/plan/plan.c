@@ -227,6 +227,50 @@ static int add_ctrl_setting(DevicePlan *p, const Knob *k, const char *desired, c
         return asprintf_safe(&s->object, "%s %s", p->device->nvme->name, k->name);
 }
 
+/* The ASPM row: on the link above the disk's PCI function, which every disk of that
+ * function shares (NVMe namespaces, the disks behind one AHCI controller). A disk
+ * with no PCI function gets the row too, and reconcile says why it is unsupported. */
+static int add_link_setting(DevicePlan *p, const Knob *k, const char *desired, const Mark *origin) {
+        _cleanup_free_ char *pci = NULL;
+        Setting *s;
+        int r;
+
+        assert(p);
+        assert(k);
+        assert(desired);
+
+        r = pci_function_of(p->device->syspath, &pci);
+        if (r < 0 && r != -ENODEV)
+                return r;
+        r = add_setting(p, k, desired, origin);
+        if (r < 0)
+                return r;
+        if (!pci)
+                return 0;
+        s = &p->settings[p->n_settings - 1];
+        s->path = path_join(pci, k->attr);
+        if (!s->path)
+                return -ENOMEM;
+        /* "0000:01:00.0 aspm": the label, and the identity the function's disks share. */
+        return asprintf_safe(&s->object, "%s %s", strrchr(pci, '/') + 1, k->name);
+}
+
+/* One row of the knob table, as its scope is planned. */
+static int add_row(DevicePlan *p, const Knob *k, const char *desired, const Mark *origin) {
+        assert(p);
+        assert(k);
+
+        switch (k->scope) {
+        case KNOB_SCOPE_CTRL:
+        case KNOB_SCOPE_MODULE:
+                return add_ctrl_setting(p, k, desired, origin);
+        case KNOB_SCOPE_LINK:
+                return add_link_setting(p, k, desired, origin);
+        default:
+                return add_setting(p, k, desired, origin);
+        }
+}
+
 static int device_plan_new(Device *d, DevicePlan **ret) {
         DevicePlan *p = calloc(1, sizeof(DevicePlan));
 
@@ -329,13 +373,20 @@ static bool is_ctrl_row(const Setting *s) {
         return s->knob->scope == KNOB_SCOPE_CTRL || s->knob->scope == KNOB_SCOPE_MODULE;
 }
 
+/* A row on something disks share, known by its object: a controller, a PCIe link. */
+static bool is_shared_row(const Setting *s) {
+        assert(s);
+
+        return is_ctrl_row(s) || s->knob->scope == KNOB_SCOPE_LINK;
+}
+
 static bool same_object(const Setting *a, const Setting *b) {
         assert(a);
         assert(b);
 
         if (a->irq >= 0)
                 return a->irq == b->irq;
-        return is_ctrl_row(a) && a->knob == b->knob && a->object && b->object && streq(a->object, b->object);
+        return is_shared_row(a) && a->knob == b->knob && a->object && b->object && streq(a->object, b->object);
 }
 
 void plan_drop_claimed_irqs(DevicePlan *p, DevicePlan *const *others, size_t n_others) {
@@ -345,7 +396,7 @@ void plan_drop_claimed_irqs(DevicePlan *p, DevicePlan *const *others, size_t n_o
         for (size_t i = 0; i < p->n_settings; i++) {
                 Setting *s = &p->settings[i];
                 bool claimed = false;
-                for (size_t o = 0; (s->irq >= 0 || is_ctrl_row(s)) && o < n_others && !claimed; o++) {
+                for (size_t o = 0; (s->irq >= 0 || is_shared_row(s)) && o < n_others && !claimed; o++) {
                         if (others[o] == p || streq(others[o]->device->name, p->device->name))
                                 continue; /* itself, or its own previous plan */
                         for (size_t k = 0; k < others[o]->n_settings && !claimed; k++)
@@ -353,7 +404,7 @@ void plan_drop_claimed_irqs(DevicePlan *p, DevicePlan *const *others, size_t n_o
                                         claimed = true;
                                         if (s->irq >= 0)
                                                 irq_owner = others[o]->device->name;
-                                        else
+                                        else if (is_ctrl_row(s))
                                                 ctrl_owner = others[o]->device->name;
                                 }
                 }
@@ -452,13 +503,7 @@ int plan_device(const Config *c, Device *d, const PlanContext *ctx, DevicePlan *
                 const Value *v = rule && rule->set[k].value ? &rule->set[k] : &prof->resolved[k];
                 if (!v->value)
                         continue;
-                if (knob_table[k].scope == KNOB_SCOPE_CTRL || knob_table[k].scope == KNOB_SCOPE_MODULE) {
-                        r = add_ctrl_setting(p, &knob_table[k], v->value, &v->origin);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                r = add_setting(p, &knob_table[k], v->value, &v->origin);
+                r = add_row(p, &knob_table[k], v->value, &v->origin);
                 if (r < 0)
                         return r;
         }
@@ -501,9 +546,7 @@ int plan_device_from_values(Device *d, const char *label, char *const values[_KN
                 return -ENOMEM;
         for (size_t k = 0; k < _KNOB_MAX; k++)
                 if (values[k]) {
-                        r = knob_table[k].scope != KNOB_SCOPE_CTRL && knob_table[k].scope != KNOB_SCOPE_MODULE
-                                    ? add_setting(p, &knob_table[k], values[k], NULL)
-                                                                    : add_ctrl_setting(p, &knob_table[k], values[k], NULL);
+                        r = add_row(p, &knob_table[k], values[k], NULL);
                         if (r < 0)
                                 return r;
                 }

@@ -477,6 +477,63 @@ class CliTest(unittest.TestCase):
         self.run_cli("restore")
         self.assertEqual(self.bed.read("nvme0", "power/pm_qos_latency_tolerance_us"), "auto")
 
+    # -- PCIe links ----------------------------------------------------------
+    def aspm_files(self, pci="0000:01:00.0"):
+        d = self.bed.tb.get_root_dir() + self.bed.paths[pci] + "/link"
+        out = {}
+        for f in sorted(os.listdir(d)):
+            with open(os.path.join(d, f)) as fh:
+                out[f] = fh.read().strip()
+        return out
+
+    def test_pcie_aspm_plan_apply_verify_drift_restore(self):
+        before = {"l0s_aspm": "1", "l1_aspm": "1", "l1_1_aspm": "1", "l1_2_aspm": "0"}
+        self.bed.nvme(0, namespaces=2, aspm=before)
+        self.bed.nvme(2)  # no link/ directory: a link the kernel does not control
+        self.write_conf("profiles/awake.yaml", "extends: latency\npcie:\n  aspm: off\n")
+        self.write_conf("iotuned.yaml.d/50-awake.yaml", "default_profile: awake\nrules: []\n")
+
+        doc = self.json_of("plan")
+        devs = self.by_device(doc)
+        s = self.settings(devs["nvme0n1"])["aspm"]
+        self.assertEqual((s["object"], s["observed"], s["effective"], s["state"]),
+                         ("0000:01:00.0 aspm", "l0s,l1,l1_1", "off", "changed"))
+        self.assertNotIn("aspm", self.settings(devs["nvme0n2"]), "the function's link is planned once")
+        s = self.settings(devs["nvme2n1"])["aspm"]
+        self.assertEqual(s["state"], "unsupported")
+        self.assertIn("has no ASPM files", s["note"])
+        self.assertEqual(self.aspm_files(), before, "a dry run writes nothing")
+
+        out = self.run_cli("apply").stdout
+        self.assertRegex(out, r"nvme0n1\s+0000:01:00.0 aspm\s+off\s+off\s+changed\s+awake\s+was l0s,l1,l1_1")
+        self.assertEqual(self.aspm_files(), {f: "0" for f in before})
+        with open(os.path.join(self.root, "run/iotuned/originals/nvme0n1.json")) as f:
+            self.assertEqual(json.load(f)["values"]["aspm"], "l0s,l1,l1_1")
+        self.run_cli("verify")
+
+        # Someone turns L1 back on: drift, and apply puts it off again.
+        self.bed.write("0000:01:00.0", "link/l1_aspm", "1")
+        doc = self.json_of("verify", expect=1)
+        drifted = [(d["device"], s["knob"]) for d in doc["devices"] for s in d["settings"] if s["state"] == "drifted"]
+        self.assertEqual(drifted, [("nvme0n1", "aspm")])
+        self.run_cli("apply")
+        self.assertEqual(self.aspm_files()["l1_aspm"], "0")
+        self.run_cli("verify")
+
+        self.run_cli("restore")
+        self.assertEqual(self.aspm_files(), before)
+
+    def test_pcie_aspm_state_the_link_lacks_is_unsupported(self):
+        self.bed.nvme(0, aspm={"l1_aspm": "0"})
+        self.write_conf("iotuned.yaml.d/50-rule.yaml",
+                        "rules:\n  - name: nvme\n    match: { kernel: 'nvme*' }\n    profile: latency\n"
+                        "    set: { pcie: { aspm: 'l0s,l1' } }\n")
+        for verb in ("plan", "apply", "verify"):
+            s = self.settings(self.by_device(self.json_of(verb))["nvme0n1"])["aspm"]
+            self.assertEqual(s["state"], "unsupported", verb)
+            self.assertIn("does not support l0s", s["note"])
+        self.assertEqual(self.aspm_files(), {"l1_aspm": "0"})
+
     def test_nvme_identity_in_explain_and_rules(self):
         self.bed.nvme(0, model="ACME Fast 2000")
         self.bed.nvme(2)

@@ -89,10 +89,14 @@ class Testbed:
         return self.add("block", name, parent, attrs, p)
 
     def nvme(self, ctrl_index, namespaces=1, numa_node="-1", model="QEMU NVMe Ctrl", transport="pcie",
-             props=None, irqs=None, fake=True, pm_qos=None, mqes=0x7FF, **queue):
+             props=None, irqs=None, fake=True, pm_qos=None, mqes=0x7FF, aspm=None, **queue):
         pci_attrs = {"numa_node": numa_node, "local_cpulist": "0-1"}
         for irq in irqs or []:
             pci_attrs[f"msi_irqs/{irq}"] = "msix"
+        # The function's link/ files (drivers/pci/pcie/aspm.c), one per state the
+        # link supports: {"l1_aspm": "1", ...}; None: no link/ directory at all.
+        for f, v in (aspm or {}).items():
+            pci_attrs[f"link/{f}"] = v
         pci = self.add("pci", f"0000:0{ctrl_index + 1}:00.0", None, pci_attrs, {})
         if mqes is not None:
             # BAR 0 as resource0 shows it: CAP at offset 0, little-endian; MQES (bits

@@ -131,6 +131,30 @@ TEST(small_enums_and_booleans) {
         CHECK(norm(KNOB_RQ_AFFINITY, "1\n"), "1");
 }
 
+/* ASPM: "off" or the enabled states in table order; an L1 substate needs l1 (the
+ * kernel enables L1 with it), unknown and repeated names are refused. */
+TEST(aspm_states) {
+        unsigned m;
+
+        CHECK(parse(KNOB_PCIE_ASPM, "off"), "off");
+        CHECK(parse(KNOB_PCIE_ASPM, "l1"), "l1");
+        CHECK(parse(KNOB_PCIE_ASPM, "l1_2,l1,l0s"), "l0s,l1,l1_2");
+        CHECK(parse(KNOB_PCIE_ASPM, "l1, l1_1_pcipm"), "l1,l1_1_pcipm");
+        ASSERT_INT_EQ(parse_rc(KNOB_PCIE_ASPM, "l1_2"), -EINVAL);
+        ASSERT_INT_EQ(parse_rc(KNOB_PCIE_ASPM, "l1,l1"), -EINVAL);
+        ASSERT_INT_EQ(parse_rc(KNOB_PCIE_ASPM, "L1"), -EINVAL);
+        ASSERT_INT_EQ(parse_rc(KNOB_PCIE_ASPM, "l2"), -EINVAL);
+        ASSERT_INT_EQ(parse_rc(KNOB_PCIE_ASPM, ","), -EINVAL);
+        ASSERT_INT_EQ(parse_rc(KNOB_PCIE_ASPM, ""), -EINVAL);
+        ASSERT_INT_EQ(parse_rc(KNOB_PCIE_ASPM, "off,l1"), -EINVAL);
+        CHECK(norm(KNOB_PCIE_ASPM, "l1,l1_1\n"), "l1,l1_1");
+        ASSERT_INT_EQ(aspm_states_from_string("l0s,l1_2_pcipm,l1", &m), 0);
+        ASSERT_INT_EQ(m, 0x23);
+        ASSERT_STREQ(aspm_link_files[5], "l1_2_pcipm"); /* not "l1_2_pcipm_aspm" (drivers/pci/pcie/aspm.c) */
+        ASSERT_STREQ(aspm_link_files[1], "l1_aspm");
+        ASSERT_INT_EQ(knob_get(KNOB_PCIE_ASPM)->scope, KNOB_SCOPE_LINK);
+}
+
 /* The behaviour each row carries for reconcile and the daemon. */
 TEST(row_behaviour) {
         static const KnobId every_mq[] = { KNOB_SCHEDULER, KNOB_NR_REQUESTS, KNOB_RQ_AFFINITY, KNOB_NOMERGES,
@@ -345,5 +369,5 @@ TEST(every_knob_is_documented_and_faked) {
 
 TEST_MAIN(T(table_is_in_write_order), T(scheduler_readback), T(scheduler_names), T(nr_requests_resolution),
           T(wbt_default_depends_on_rotational), T(read_ahead_rounds_to_pages), T(max_sectors_clamps_to_hardware),
-          T(small_enums_and_booleans), T(row_behaviour), T(io_queue_depth_bounds_and_mqes),
+          T(small_enums_and_booleans), T(aspm_states), T(row_behaviour), T(io_queue_depth_bounds_and_mqes),
           T(nr_requests_notes_pending_tag_depth), T(every_knob_is_documented_and_faked))

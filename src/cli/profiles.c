@@ -22,15 +22,17 @@ static void print_profile_json(json_object *arr, const Profile *p, bool with_kno
         json_object_object_add(o, "path", json_object_new_string(p->path));
         if (with_knobs) {
                 /* One object per profile section, each knob under the section it is written in. */
-                json_object *queue = json_object_new_object(), *nvme = json_object_new_object();
+                json_object *queue = json_object_new_object(), *nvme = json_object_new_object(),
+                            *pcie = json_object_new_object();
                 for (size_t k = 0; k < _KNOB_MAX; k++) {
+                        const char *sec = knob_table[k].section;
                         json_object *e;
                         if (!p->resolved[k].value)
                                 continue;
                         e = json_object_new_object();
                         json_object_object_add(e, "value", json_object_new_string(p->resolved[k].value));
                         json_object_object_add(e, "origin", report_mark_json(&p->resolved[k].origin));
-                        json_object_object_add(streq(knob_table[k].section, "nvme") ? nvme : queue,
+                        json_object_object_add(streq(sec, "nvme") ? nvme : streq(sec, "pcie") ? pcie : queue,
                                                knob_table[k].name, e);
                 }
                 if (p->nvme_apply_resolved.value) {
@@ -41,6 +43,7 @@ static void print_profile_json(json_object *arr, const Profile *p, bool with_kno
                 }
                 json_object_object_add(o, "queue", queue);
                 json_object_object_add(o, "nvme", nvme);
+                json_object_object_add(o, "pcie", pcie);
                 {
                         json_object *irq = json_object_new_object();
                         const IrqPolicy *ip = &p->irq_resolved;
@@ -107,7 +110,7 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
         printf("# %s: %s\n# file: %s\n", esc(p->name), esc(p->description ?: ""), esc(p->path));
         if (p->extends)
                 printf("# extends: %s\n", esc(p->extends));
-        for (const char *const *sec = (const char *const[]) { "queue", "nvme", NULL }; *sec; sec++) {
+        for (const char *const *sec = (const char *const[]) { "queue", "nvme", "pcie", NULL }; *sec; sec++) {
                 bool header = false;
                 for (size_t k = 0; k < _KNOB_MAX; k++) {
                         if (!p->resolved[k].value || !streq(knob_table[k].section, *sec))

@@ -294,7 +294,8 @@ class CliTest(unittest.TestCase):
 
     def test_dropin_rule_and_admin_profile(self):
         self.standard_set()
-        self.write_conf("profiles/db.yaml", "description: database\nextends: latency\nqueue:\n  nr_requests: 64\n")
+        self.write_conf("profiles/db.yaml", "description: database\nextends: latency\nqueue:\n  nr_requests: 64\n"
+                                            "pcie:\n  aspm: 'off'\n")
         self.write_conf("iotuned.yaml.d/50-db.yaml",
                         "rules:\n  - name: db-disks\n    match: { model: 'QEMU HARD*' }\n    profile: db\n")
         doc = self.json_of("plan", "sda")
@@ -314,6 +315,10 @@ class CliTest(unittest.TestCase):
         shown = self.json_of("profiles", "show", "db")["profile"]
         self.assertEqual(shown["nvme"]["coalescing"]["value"], "off")
         self.assertNotIn("apst", shown["queue"])
+        # the pcie: section too, in the text and in JSON
+        self.assertRegex(out, r"\npcie:\n  aspm\s+off\s+# .*/etc/iotuned/profiles/db.yaml:6:9\n")
+        self.assertEqual(shown["pcie"]["aspm"]["value"], "off")
+        self.assertNotIn("aspm", shown["queue"])
 
     def test_udev_property_pins_profile(self):
         self.bed.nvme(0, props={"IOTUNED_PROFILE": "throughput"})

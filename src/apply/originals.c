@@ -187,31 +187,23 @@ static void add_irq_originals(json_object *irqs, const DevicePlan *p, bool *chan
         }
 }
 
-/* Controller rows (APST, coalescing) planned on this disk: their values before the
- * first Set Features. Module-wide queue counts are not runtime values: the drop-in
- * that holds them is removed by `iotunectl restore`. */
-static void add_ctrl_originals(json_object *values, const DevicePlan *p, bool *changed) {
-        assert(values);
-        assert(p);
-        assert(changed);
-
-        for (size_t i = 0; i < p->n_settings; i++) {
-                const Setting *s = &p->settings[i];
-                _cleanup_free_ char *raw = NULL, *norm = NULL;
-                if (s->knob->scope != KNOB_SCOPE_CTRL || !p->device->nvme)
-                        continue;
-                if (json_object_object_get_ex(values, s->knob->name, NULL))
-                        continue; /* the first original wins */
-                if (nvme_row_read(p->device->nvme, s->knob, &raw, NULL) < 0 || s->knob->normalize(raw, &norm) < 0)
-                        continue;
-                json_object_object_add(values, s->knob->name, json_object_new_string(norm));
-                *changed = true;
+/* Rows read outside the disk's queue directory: the controller rows (APST,
+ * coalescing) and the ASPM row of its PCIe link planned on this disk, their values
+ * before the first write. Module-wide queue counts are not runtime values: the
+ * drop-in that holds them is removed by `iotunectl restore`. A link without the
+ * files has nothing to restore. */
+static int read_shared_row(const DevicePlan *p, const Setting *s, char **ret_raw) {
+        switch (s->knob->scope) {
+        case KNOB_SCOPE_CTRL:
+                return p->device->nvme ? nvme_row_read(p->device->nvme, s->knob, ret_raw, NULL) : -ENODEV;
+        case KNOB_SCOPE_LINK:
+                return s->path ? pcie_link_read(s->path, ret_raw, NULL) : -ENODEV;
+        default:
+                return -EOPNOTSUPP;
         }
 }
 
-/* The ASPM row planned on this disk: the link's enabled states before the first
- * write. A link without the files has nothing to restore. */
-static void add_link_originals(json_object *values, const DevicePlan *p, bool *changed) {
+static void add_shared_originals(json_object *values, const DevicePlan *p, bool *changed) {
         assert(values);
         assert(p);
         assert(changed);
@@ -219,11 +211,11 @@ static void add_link_originals(json_object *values, const DevicePlan *p, bool *c
         for (size_t i = 0; i < p->n_settings; i++) {
                 const Setting *s = &p->settings[i];
                 _cleanup_free_ char *raw = NULL, *norm = NULL;
-                if (s->knob->scope != KNOB_SCOPE_LINK || !s->path)
+                if (s->knob->scope != KNOB_SCOPE_CTRL && s->knob->scope != KNOB_SCOPE_LINK)
                         continue;
                 if (json_object_object_get_ex(values, s->knob->name, NULL))
                         continue; /* the first original wins */
-                if (pcie_link_read(s->path, &raw, NULL) < 0 || s->knob->normalize(raw, &norm) < 0)
+                if (read_shared_row(p, s, &raw) < 0 || s->knob->normalize(raw, &norm) < 0)
                         continue;
                 json_object_object_add(values, s->knob->name, json_object_new_string(norm));
                 *changed = true;
@@ -278,8 +270,7 @@ int originals_record_locked(const char *dir, const DevicePlan *plan) {
                         }
                         add_irq_originals(irqs, plan, &changed);
                         if (json_object_object_get_ex(old, "values", &values)) {
-                                add_ctrl_originals(values, plan, &changed);
-                                add_link_originals(values, plan, &changed);
+                                add_shared_originals(values, plan, &changed);
                         }
                         r = changed ? write_record(dir, d->name, old) : 0;
                         json_object_put(old);
@@ -312,8 +303,7 @@ int originals_record_locked(const char *dir, const DevicePlan *plan) {
                         continue;
                 json_object_object_add(values, kn->name, json_object_new_string(norm));
         }
-        add_ctrl_originals(values, plan, &changed);
-        add_link_originals(values, plan, &changed);
+        add_shared_originals(values, plan, &changed);
         json_object_object_add(root, "values", values);
         add_irq_originals(irqs, plan, &changed);
         json_object_object_add(root, "irqs", irqs);

@@ -35,6 +35,10 @@ static void help(void) {
                "  profiles show NAME      Show a profile after 'extends:' is resolved.\n"
                "  check-config            Validate the configuration; print every error as\n"
                "                          file:line:column.\n"
+               "  tune DEVICE...          Measure: A/B-test scheduler, nr_requests, rq_affinity,\n"
+               "                          nomerges and wbt_lat_usec with read-only io_uring reads,\n"
+               "                          keep what wins beyond the noise, propose a drop-in\n"
+               "                          (written with --write); see 'iotunectl tune --help'.\n"
                "\n"
                "DEVICE is a kernel name (nvme0n1, sda, nvme1c1n1) or a /dev path of a whole disk.\n"
                "Without DEVICE, every disk is considered (loop, dm, md and zram only when the\n"
@@ -63,7 +67,8 @@ static void help(void) {
                "\n"
                "Exit status: 0 success, 1 drift found (verify), 2 a setting failed,\n"
                "3 invalid configuration (nothing applied), 4 no such device or profile,\n"
-               "5 iotuned not running (status), 64 usage error.\n"
+               "5 iotuned not running (status), 6 disk busy (tune), 64 usage error,\n"
+               "130 interrupted (tune, everything measured put back).\n"
                "\n"
                "Examples:\n"
                "  iotunectl plan                  # what would iotuned do on this machine?\n"
@@ -139,6 +144,40 @@ static const VerbHelp verbs[] = {
           "  --quiet, --json, --root DIR, --config DIR\n",
           "  iotunectl check-config\n"
           "  iotunectl check-config --config ./staging\n" },
+        { "tune", "tune DEVICE... [--knobs LIST] [--rounds N] [--runtime TIME] [--write]",
+          "Measure what each knob does on this disk and keep what wins. For scheduler,\n"
+          "nr_requests, rq_affinity, nomerges and wbt_lat_usec, the profile's value and a\n"
+          "small candidate set are set one after the other through the same path as\n"
+          "apply (originals recorded first); under each, O_DIRECT random reads through\n"
+          "io_uring run at each queue depth (never a write: the disk is opened\n"
+          "read-only). Candidates alternate within each round (ABAB), and one replaces\n"
+          "the profile's value only when its median gain over the rounds is at least\n"
+          "--min-effect and its 95% bootstrap interval excludes zero, on IOPS or p99,\n"
+          "with no measure worse; ties keep the profile's value. Every value is put back\n"
+          "at the end, also on Ctrl-C or SIGTERM, and iotuned leaves the disk alone\n"
+          "meanwhile (" IOTUNED_RUN_DIR "/hold). A disk busier than --busy is refused\n"
+          "unless --force. The winners are proposed as a drop-in,\n"
+          IOTUNED_ETC_DIR "/iotuned.yaml.d/60-measured-SERIAL.yaml, a rule matching\n"
+          "the drive's serial with set:; shown as a diff, written only with --write\n"
+          "(then 'systemctl reload iotuned' applies it).\n"
+          "Exit 0: measured, 2: a failure, 4: no such disk, 6: busy, 130: interrupted.\n",
+          "  --knobs LIST          scheduler,nr_requests,rq_affinity,nomerges,wbt_lat_usec (default: all)\n"
+          "  --depths LIST         queue depths measured (default 1,32; at most 4)\n"
+          "  --block-size SIZE     bytes per read (default 4K)\n"
+          "  --rounds N            rounds, each candidate once per round (default 5; 3-32)\n"
+          "  --runtime TIME        counted time per candidate and depth (default 2s)\n"
+          "  --warmup TIME         reads before counting, per probe (default 200ms)\n"
+          "  --range OFFSET:LEN    read only this byte range (default: the whole disk)\n"
+          "  --hipri               polled reads (IORING_SETUP_IOPOLL); needs poll queues\n"
+          "  --min-effect PCT      smallest gain acted on (default 5)\n"
+          "  --busy PCT            refuse a disk busier than this (default 5)\n"
+          "  --force               measure a busy disk anyway\n"
+          "  --write               write the proposed drop-in\n"
+          "  --plot DIR            write DIR/DISK.svg: the candidates' latency distributions\n"
+          "  --json, --root DIR, --config DIR\n",
+          "  iotunectl tune nvme0n1\n"
+          "  iotunectl tune nvme0n1 --knobs scheduler,nr_requests --rounds 7 --plot /tmp/tune\n"
+          "  iotunectl tune nvme0n1 --write && systemctl reload iotuned\n" },
 };
 
 static const VerbHelp *verb_help_find(const char *name) {
@@ -160,6 +199,19 @@ enum {
         ARG_ROOT,
         ARG_CONFIG,
         ARG_NO_PAGER,
+        ARG_KNOBS,
+        ARG_DEPTHS,
+        ARG_BLOCK_SIZE,
+        ARG_ROUNDS,
+        ARG_RUNTIME,
+        ARG_WARMUP,
+        ARG_RANGE,
+        ARG_HIPRI,
+        ARG_MIN_EFFECT,
+        ARG_BUSY,
+        ARG_FORCE,
+        ARG_WRITE,
+        ARG_PLOT,
 };
 
 int main(int argc, char *argv[]) {
@@ -173,6 +225,19 @@ int main(int argc, char *argv[]) {
                 { "verbose", no_argument, NULL, 'v' },
                 { "root", required_argument, NULL, ARG_ROOT },
                 { "config", required_argument, NULL, ARG_CONFIG },
+                { "knobs", required_argument, NULL, ARG_KNOBS },
+                { "depths", required_argument, NULL, ARG_DEPTHS },
+                { "block-size", required_argument, NULL, ARG_BLOCK_SIZE },
+                { "rounds", required_argument, NULL, ARG_ROUNDS },
+                { "runtime", required_argument, NULL, ARG_RUNTIME },
+                { "warmup", required_argument, NULL, ARG_WARMUP },
+                { "range", required_argument, NULL, ARG_RANGE },
+                { "hipri", no_argument, NULL, ARG_HIPRI },
+                { "min-effect", required_argument, NULL, ARG_MIN_EFFECT },
+                { "busy", required_argument, NULL, ARG_BUSY },
+                { "force", no_argument, NULL, ARG_FORCE },
+                { "write", no_argument, NULL, ARG_WRITE },
+                { "plot", required_argument, NULL, ARG_PLOT },
                 {},
         };
         Cli cli = { .root = "/" };
@@ -215,6 +280,46 @@ int main(int argc, char *argv[]) {
                 case ARG_CONFIG:
                         cli.config_dir = optarg;
                         break;
+                /* tune's options: checked by cli_tune(), which names the bad one */
+                case ARG_KNOBS:
+                        cli.tune.knobs = optarg;
+                        break;
+                case ARG_DEPTHS:
+                        cli.tune.depths = optarg;
+                        break;
+                case ARG_BLOCK_SIZE:
+                        cli.tune.block_size = optarg;
+                        break;
+                case ARG_ROUNDS:
+                        cli.tune.rounds = optarg;
+                        break;
+                case ARG_RUNTIME:
+                        cli.tune.runtime = optarg;
+                        break;
+                case ARG_WARMUP:
+                        cli.tune.warmup = optarg;
+                        break;
+                case ARG_RANGE:
+                        cli.tune.range = optarg;
+                        break;
+                case ARG_HIPRI:
+                        cli.tune.hipri = true;
+                        break;
+                case ARG_MIN_EFFECT:
+                        cli.tune.min_effect = optarg;
+                        break;
+                case ARG_BUSY:
+                        cli.tune.busy = optarg;
+                        break;
+                case ARG_FORCE:
+                        cli.tune.force = true;
+                        break;
+                case ARG_WRITE:
+                        cli.tune.write = true;
+                        break;
+                case ARG_PLOT:
+                        cli.tune.plot = optarg;
+                        break;
                 case ':':
                         log_error("Option '%s' needs an argument. Try 'iotunectl --help'.", esc(argv[optind - 1]));
                         return EXIT_USAGE;
@@ -248,6 +353,11 @@ int main(int argc, char *argv[]) {
         args = optind < argc ? argv + optind + 1 : argv + argc;
         nargs = optind < argc ? argc - optind - 1 : 0;
 
+        if (!streq(verb, "tune") && cli_tune_args_given(&cli.tune)) {
+                log_error("The options --knobs, --depths, --block-size, --rounds, --runtime, --warmup, --range, "
+                          "--hipri, --min-effect, --busy, --force, --write and --plot belong to 'tune'.");
+                return EXIT_USAGE;
+        }
         if (cli_init(&cli) < 0)
                 return EXIT_FAILED;
 
@@ -281,6 +391,13 @@ int main(int argc, char *argv[]) {
                         ex = EXIT_USAGE;
                 } else
                         ex = cli_status(&cli);
+        } else if (streq(verb, "tune")) {
+                if (nargs == 0) {
+                        log_error("tune takes one or more DEVICEs, e.g. 'iotunectl tune nvme0n1': it measures "
+                                  "each disk named, never every disk at once.");
+                        ex = EXIT_USAGE;
+                } else
+                        ex = cli_tune(&cli, args);
         } else if (streq(verb, "check-config")) {
                 if (nargs != 0) {
                         log_error("check-config takes no arguments (use --config DIR to check another tree).");

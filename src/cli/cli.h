@@ -17,8 +17,18 @@ enum {
         EXIT_CONFIG = 3,       /* the configuration is invalid: nothing was applied */
         EXIT_NO_DEVICE = 4,    /* a named device does not exist or cannot be tuned */
         EXIT_NOT_RUNNING = 5,  /* status: iotuned is not running */
+        EXIT_BUSY = 6,         /* tune: the disk is busy (--force measures anyway) */
+        EXIT_INTERRUPTED = 130, /* tune: SIGINT or SIGTERM; what was measured is put back */
         EXIT_USAGE = 64,       /* bad command line (sysexits.h EX_USAGE) */
 };
+
+/* tune's options as given (cli_tune() checks them). */
+typedef struct TuneArgs {
+        const char *knobs, *depths, *block_size, *rounds, *runtime, *warmup, *range, *min_effect, *busy, *plot;
+        bool hipri, force, write;
+} TuneArgs;
+
+bool cli_tune_args_given(const TuneArgs *a);
 
 typedef struct Cli {
         const char *root;        /* "/" or a test tree (--root) */
@@ -26,6 +36,7 @@ typedef struct Cli {
         bool json;
         bool quiet;
         bool all;                /* also list settings that are ok */
+        TuneArgs tune;
         Tuner tuner;             /* the pipeline; iotunectl only adds argv and output */
 } Cli;
 
@@ -42,6 +53,7 @@ int cli_explain(Cli *c, const char *device);
 int cli_profiles(Cli *c, const char *action, const char *name);
 int cli_check_config(Cli *c);
 int cli_status(Cli *c);
+int cli_tune(Cli *c, char **devices);
 
 /* cli.c: steps shared by the verbs. */
 
@@ -56,6 +68,11 @@ int cli_lookup_error(const char *name, int r);
 /* A plan as --json or as a table and summary. */
 void cli_print_plan(Cli *c, const char *command, const Plan *p, bool dry_run, bool show_ok);
 bool plan_has_state(const Plan *p, SettingState st);
+
+/* tune-plot.c: DIR/DISK.svg, the latency distributions of a measured disk's candidates. */
+struct MeasureReport;
+struct MeasureOptions;
+int tune_plot_write(const char *dir, const struct MeasureReport *r, const struct MeasureOptions *o, char **ret_path);
 
 /* output.c: the rendering of a reconciled plan as a table (JSON: plan-json.h). */
 struct json_object;

@@ -62,6 +62,9 @@ int manager_check_drift(Manager *m) {
         /* The event's time for the accounting; the durations below are measured. */
         now = manager_now(m, CLOCK_MONOTONIC);
         checked = now_usec(CLOCK_MONOTONIC);
+        r = manager_release_holds(m);
+        if (r == -ENOMEM)
+                return r;
         plan_module_targets(m->plan.devices, m->plan.n, targets);
         for (size_t i = 0; i < m->plan.n; i++) {
                 DevicePlan *p = m->plan.devices[i];
@@ -83,7 +86,7 @@ int manager_check_drift(Manager *m) {
                 }
                 if (device_vanished(p->device))
                         continue; /* its remove event is on the way */
-                if (path_not_live(p))
+                if (path_not_live(p) || manager_disk_held(m, p->device->name))
                         continue;
                 if (p->error && strv_contains(m->unrecorded, p->device->name)) {
                         r = manager_retry_unrecorded(m, p, targets);

@@ -77,6 +77,11 @@ int manager_retry_unrecorded(Manager *m, DevicePlan *p, const int *targets);
 ssize_t manager_pending_index(const Manager *m, const char *name);
 void manager_pending_drop(Manager *m, const char *name);
 bool device_vanished(const Device *d);
+/* Whether `iotunectl tune` holds the disk (hold.h): not tuned, not corrected. The
+ * first sight of a hold is logged; manager_release_holds() tunes the disk afresh
+ * once its hold has ended. */
+bool manager_disk_held(Manager *m, const char *name);
+int manager_release_holds(Manager *m);
 
 /* drift.c */
 int manager_arm_drift_timer(Manager *m);

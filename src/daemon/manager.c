@@ -40,6 +40,7 @@ Manager *manager_free(Manager *m) {
         free(m->bans_path);
         free(m->irqbalance_state);
         strv_free(m->unrecorded);
+        strv_free(m->held);
         strv_free(m->report_pending);
         free(m->report_pending_since);
         free(m->status_path);

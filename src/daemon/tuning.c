@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "events.h"
+#include "hold.h"
 #include "log.h"
 #include "manager-internal.h"
 #include "originals.h"
@@ -215,6 +216,10 @@ int manager_tune_device(Manager *m, Device *d) {
         assert(m);
         assert(d);
 
+        if (manager_disk_held(m, d->name)) {
+                device_free(d);
+                return 0;
+        }
         r = tuner_plan_device(&m->tuner, m->config, d, &m->plan, &p, targets);
         if (r < 0)
                 return r;
@@ -266,6 +271,71 @@ int manager_tune_device(Manager *m, Device *d) {
         }
         m->plan.devices = n;
         m->plan.devices[m->plan.n++] = p;
+        return 0;
+}
+
+bool manager_disk_held(Manager *m, const char *name) {
+        Hold h;
+        int r;
+
+        assert(m);
+        assert(name);
+
+        r = hold_check(m->tuner.hold_dir, name, manager_now(m, CLOCK_REALTIME), &h);
+        if (r < 0) {
+                /* Not honoured: a file that cannot be trusted must not switch the daemon off. */
+                if (!strv_contains(m->held, name))
+                        log_warning_errno(r, "%s: ignoring the hold file in %s: %m", name, m->tuner.hold_dir);
+                return false;
+        }
+        if (r == 0)
+                return false;
+        if (!strv_contains(m->held, name)) {
+                if (strv_extend(&m->held, name) < 0)
+                        return log_oom(), true;
+                log_info("%s: held by iotunectl tune (pid %d) for at most %llu s: not tuned or corrected until "
+                         "the hold ends.",
+                         name, (int) h.pid,
+                         (unsigned long long) ((h.until_usec - manager_now(m, CLOCK_REALTIME)) / USEC_PER_SEC + 1));
+        }
+        return true;
+}
+
+int manager_release_holds(Manager *m) {
+        _cleanup_strv_free_ char **ended = NULL;
+        int r;
+
+        assert(m);
+
+        for (char **n = m->held; n && *n; n++) {
+                Hold h;
+                if (hold_check(m->tuner.hold_dir, *n, manager_now(m, CLOCK_REALTIME), &h) > 0)
+                        continue;
+                if (strv_extend(&ended, *n) < 0)
+                        return -ENOMEM;
+        }
+        for (char **n = ended; n && *n; n++) {
+                DeviceList l = {};
+                const char *bad;
+                char *one[] = { *n, NULL };
+
+                strv_drop(m->held, *n);
+                log_info("%s: the hold of iotunectl tune has ended; tuning it again.", *n);
+                r = tuner_lookup(&m->tuner, one, &l, &bad);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0 || l.n == 0) {
+                        device_list_done(&l);
+                        continue; /* gone meanwhile: its remove event says so */
+                }
+                r = manager_tune_device(m, TAKE_PTR(l.items[0]));
+                device_list_done(&l);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        log_error_errno(r, "Cannot tune %s: %m", *n);
+                m->status_dirty = true;
+        }
         return 0;
 }
 

@@ -29,6 +29,8 @@ int tuner_init(Tuner *t, const char *root, const char *config_dir) {
         r = root_resolve(t->root, IOTUNED_RUN_DIR "/originals", &t->originals_dir);
         if (r >= 0)
                 r = root_resolve(t->root, NVME_MODPROBE_DROPIN, &t->modprobe_dropin);
+        if (r >= 0)
+                r = root_resolve(t->root, IOTUNED_RUN_DIR "/hold", &t->hold_dir);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
@@ -55,6 +57,7 @@ void tuner_done(Tuner *t) {
         config_paths_done(&t->paths);
         free(t->originals_dir);
         free(t->modprobe_dropin);
+        free(t->hold_dir);
         t->udev = udev_unref(t->udev);
         topology_done(&t->topology);
         irq_table_done(&t->irqs);

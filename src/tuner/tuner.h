@@ -29,6 +29,7 @@ typedef struct Tuner {
         /* Paths iotuned writes, resolved inside the root once (rootfs.h). */
         char *originals_dir;     /* <root>/run/iotuned/originals */
         char *modprobe_dropin;   /* <root>/etc/modprobe.d/iotuned-nvme.conf */
+        char *hold_dir;          /* <root>/run/iotuned/hold: disks `iotunectl tune` holds (hold.h) */
         struct udev *udev;
         Topology topology;
         IrqTable irqs;           /* /proc/interrupts: vector names, see tuner_refresh_irqs() */

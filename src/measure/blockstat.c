@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "blockstat.h"
+#include "fileio.h"
+#include "macro.h"
+#include "util.h"
+
+#define BLOCKSTAT_MAX_FIELDS 17
+
+int blockstat_parse(const char *text, BlockStat *ret) {
+        uint64_t f[BLOCKSTAT_MAX_FIELDS];
+        size_t n = 0;
+        const char *p = text;
+
+        assert(text);
+        assert(ret);
+
+        for (;;) {
+                p += strspn(p, " \t\n");
+                if (!*p)
+                        break;
+                size_t len = strcspn(p, " \t\n");
+                char word[24];
+                if (n == BLOCKSTAT_MAX_FIELDS || len >= sizeof(word))
+                        return -EBADMSG;
+                memcpy(word, p, len);
+                word[len] = 0;
+                if (safe_atou64(word, &f[n]) < 0)
+                        return -EBADMSG;
+                n++;
+                p += len;
+        }
+        if (n != 11 && n != 15 && n != 17)
+                return -EBADMSG;
+
+        *ret = (BlockStat) {
+                .ios = { f[0], f[4] },
+                .sectors = { f[2], f[6] },
+                .ticks_ms = { f[3], f[7] },
+                .in_flight = f[8],
+                .io_ticks_ms = f[9],
+                .time_in_queue_ms = f[10],
+        };
+        return 0;
+}
+
+int blockstat_read(const char *disk_syspath, BlockStat *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        int r;
+
+        assert(disk_syspath);
+        assert(ret);
+
+        path = path_join(disk_syspath, "stat");
+        if (!path)
+                return -ENOMEM;
+        r = read_regular_file(path, 4096, &text);
+        if (r < 0)
+                return r;
+        r = blockstat_parse(text, ret);
+        if (r < 0)
+                return r;
+        ret->sampled_usec = now_usec(CLOCK_MONOTONIC);
+        return 0;
+}
+
+int blockstat_load(const BlockStat *a, const BlockStat *b, BlockLoad *ret) {
+        assert(a);
+        assert(b);
+        assert(ret);
+
+        if (b->sampled_usec <= a->sampled_usec || b->ios[0] < a->ios[0] || b->ios[1] < a->ios[1] ||
+            b->ticks_ms[0] < a->ticks_ms[0] || b->ticks_ms[1] < a->ticks_ms[1] || b->io_ticks_ms < a->io_ticks_ms ||
+            b->time_in_queue_ms < a->time_in_queue_ms)
+                return -EINVAL;
+
+        double secs = (double) (b->sampled_usec - a->sampled_usec) / 1e6;
+        double ios = (double) (b->ios[0] - a->ios[0] + b->ios[1] - a->ios[1]);
+        double ticks = (double) (b->ticks_ms[0] - a->ticks_ms[0] + b->ticks_ms[1] - a->ticks_ms[1]);
+        double util = (double) (b->io_ticks_ms - a->io_ticks_ms) / (secs * 1000.0);
+
+        *ret = (BlockLoad) {
+                .seconds = secs,
+                .iops = ios / secs,
+                .utilisation = util > 1.0 ? 1.0 : util,
+                .queue_depth = (double) (b->time_in_queue_ms - a->time_in_queue_ms) / (secs * 1000.0),
+                .await_ms = ios > 0 ? ticks / ios : 0,
+        };
+        return 0;
+}

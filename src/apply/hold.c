@@ -63,12 +63,14 @@ int hold_parse(const char *text, Hold *ret) {
         for (const char *p = text; *p;) {
                 size_t len = strcspn(p, "\n");
                 char line[64];
-                if (len >= sizeof(line))
+                bool comment = p[0] == '#';
+                if (!comment && len >= sizeof(line))
                         return -EBADMSG;
-                memcpy(line, p, len);
-                line[len] = 0;
+                if (!comment)
+                        memcpy(line, p, len);
+                line[comment ? 0 : len] = 0;
                 p += len + (p[len] == '\n');
-                if (line[0] == '#' || line[0] == 0)
+                if (line[0] == 0)
                         continue;
                 if (str_startswith(line, "pid=")) {
                         unsigned pid;

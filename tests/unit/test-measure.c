@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What `iotunectl tune` measures and decides with: the latency histogram, the
+ * paired statistic, /sys/block/X/stat, and the hold the daemon honours. */
+#include <math.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "blockstat.h"
+#include "histogram.h"
+#include "hold.h"
+#include "stats.h"
+#include "tests.h"
+#include "tmpdir.h"
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return (x > y) - (x < y);
+}
+
+TEST(buckets_tile_the_range_and_hold_their_values) {
+        uint64_t prev_high = 0;
+        for (unsigned b = 0; b < HIST_BUCKETS; b++) {
+                uint64_t low, high;
+                hist_bucket_bounds(b, &low, &high);
+                ASSERT_INT_EQ(low, prev_high); /* no gap, no overlap */
+                ASSERT_TRUE(high > low);
+                /* every bucket narrower than 1/32 of its values (exact ones: width 1) */
+                ASSERT_TRUE(low < HIST_LINEAR || (high - low) * HIST_SUB <= low);
+                ASSERT_INT_EQ(hist_bucket_of(low), b);
+                ASSERT_INT_EQ(hist_bucket_of(high - 1), b);
+                prev_high = high;
+        }
+        ASSERT_INT_EQ(hist_bucket_of(UINT64_MAX), HIST_BUCKETS - 1);
+}
+
+TEST(percentiles_within_the_bucket_width_of_the_exact_ones) {
+        static Histogram h;
+        static uint64_t v[20000];
+        uint64_t state = 12345;
+
+        hist_init(&h);
+        for (size_t i = 0; i < ELEMENTSOF(v); i++) {
+                state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+                /* log-uniform from 1 us to 10 ms, a latency-like spread */
+                v[i] = (uint64_t) (1000.0 * pow(10, (double) (state >> 11) / (double) (1ULL << 53) * 4));
+                hist_record(&h, v[i]);
+        }
+        qsort(v, ELEMENTSOF(v), sizeof(uint64_t), cmp_u64);
+        const double ps[] = { 1, 50, 90, 99, 99.9, 100 };
+        for (size_t i = 0; i < ELEMENTSOF(ps); i++) {
+                size_t rank = (size_t) ceil(ps[i] / 100.0 * ELEMENTSOF(v));
+                double exact = (double) v[rank - 1], got = (double) hist_percentile(&h, ps[i]);
+                if (fabs(got - exact) / exact > 1.0 / HIST_SUB) {
+                        fprintf(stderr, "# p%g: exact %.0f, histogram %.0f\n", ps[i], exact, got);
+                        ASSERT_TRUE(false);
+                }
+        }
+        ASSERT_INT_EQ(h.count, ELEMENTSOF(v));
+        ASSERT_INT_EQ(h.min_nsec, v[0]);
+        ASSERT_INT_EQ(h.max_nsec, v[ELEMENTSOF(v) - 1]);
+}
+
+TEST(merge_adds_counts_and_extremes) {
+        static Histogram a, b;
+        hist_init(&a);
+        hist_init(&b);
+        ASSERT_INT_EQ(hist_percentile(&a, 50), 0);
+        hist_record(&a, 10);
+        hist_record(&b, 5000);
+        hist_record(&b, 7);
+        hist_merge(&a, &b);
+        ASSERT_INT_EQ(a.count, 3);
+        ASSERT_INT_EQ(a.min_nsec, 7);
+        ASSERT_INT_EQ(a.max_nsec, 5000);
+        ASSERT_INT_EQ(hist_percentile(&a, 50), 10);
+        ASSERT_INT_EQ(hist_percentile(&a, 1), 7);
+}
+
+TEST(a_candidate_wins_only_when_every_round_favours_it) {
+        const double base[] = { 100, 102, 98, 101, 99, 100, 103 };
+        const double faster[] = { 150, 149, 148, 155, 151, 149, 152 };
+        const double one_loss[] = { 150, 149, 97, 155, 151, 149, 152 };
+        PairedEffect e;
+
+        ASSERT_INT_EQ(paired_effect(faster, base, 7, true, &e), 0);
+        ASSERT_INT_EQ(effect_verdict(&e, 0.05), EFFECT_BETTER);
+        ASSERT_INT_EQ(e.favour, 7);
+        ASSERT_TRUE(e.median > 0.45 && e.median < 0.55);
+        ASSERT_TRUE(e.low > 0.4 && e.low <= e.median && e.high >= e.median);
+        /* one round against it: a tie (the sign test is not met), whatever the median */
+        ASSERT_INT_EQ(paired_effect(one_loss, base, 7, true, &e), 0);
+        ASSERT_INT_EQ(e.favour, 6);
+        ASSERT_INT_EQ(effect_verdict(&e, 0.05), EFFECT_TIE);
+        /* latency: lower is better; the same numbers are a loss */
+        ASSERT_INT_EQ(paired_effect(faster, base, 7, false, &e), 0);
+        ASSERT_INT_EQ(effect_verdict(&e, 0.05), EFFECT_WORSE);
+        /* every round better, but by less than the minimum effect: a tie */
+        const double slightly[] = { 101, 103, 99, 102, 100, 101, 104 };
+        ASSERT_INT_EQ(paired_effect(slightly, base, 7, true, &e), 0);
+        ASSERT_INT_EQ(e.favour, 7);
+        ASSERT_INT_EQ(effect_verdict(&e, 0.05), EFFECT_TIE);
+        ASSERT_INT_EQ(effect_verdict(&e, 0.005), EFFECT_BETTER);
+}
+
+TEST(the_statistic_is_reproducible_and_refuses_bad_samples) {
+        const double base[] = { 100, 90, 110, 95, 105 }, cand[] = { 120, 85, 130, 99, 104 };
+        const double zero[] = { 100, 0, 110, 95, 105 }, nan_[] = { 100, NAN, 110, 95, 105 };
+        PairedEffect a, b;
+
+        ASSERT_INT_EQ(paired_effect(cand, base, 5, true, &a), 0);
+        ASSERT_INT_EQ(paired_effect(cand, base, 5, true, &b), 0);
+        ASSERT_TRUE(a.low == b.low && a.high == b.high && a.median == b.median);
+        ASSERT_INT_EQ(effect_verdict(&a, 0.05), EFFECT_TIE);
+        ASSERT_INT_EQ(paired_effect(cand, zero, 5, true, &a), -EINVAL);
+        ASSERT_INT_EQ(paired_effect(nan_, base, 5, true, &a), -EINVAL);
+        ASSERT_INT_EQ(paired_effect(cand, base, 0, true, &a), -EINVAL);
+        ASSERT_INT_EQ(paired_effect(cand, base, STATS_MAX_ROUNDS + 1, true, &a), -EINVAL);
+}
+
+TEST(block_stat_in_every_layout_and_the_load_of_two_samples) {
+        BlockStat a, b;
+        BlockLoad l;
+
+        /* 17 fields (5.5+): discards and flushes after the 11 classic ones */
+        ASSERT_INT_EQ(blockstat_parse("  100 0 800 50 10 0 80 20 2 500 1000 0 0 0 0 0 0\n", &a), 0);
+        ASSERT_INT_EQ(a.ios[0], 100);
+        ASSERT_INT_EQ(a.ios[1], 10);
+        ASSERT_INT_EQ(a.in_flight, 2);
+        ASSERT_INT_EQ(blockstat_parse("1 2 3 4 5 6 7 8 9 10 11", &b), 0);
+        ASSERT_INT_EQ(blockstat_parse("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15", &b), 0);
+        ASSERT_INT_EQ(blockstat_parse("1 2 3 4 5 6 7 8 9 10", &b), -EBADMSG);
+        ASSERT_INT_EQ(blockstat_parse("1 2 3 4 5 6 7 8 9 10 x", &b), -EBADMSG);
+        ASSERT_INT_EQ(blockstat_parse("1 2 3 4 5 6 7 8 9 10 -11", &b), -EBADMSG);
+        ASSERT_INT_EQ(blockstat_parse("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18", &b), -EBADMSG);
+        ASSERT_INT_EQ(blockstat_parse("", &b), -EBADMSG);
+
+        /* one second later: 1000 reads taking 2000 ms in all, busy 500 ms */
+        ASSERT_INT_EQ(blockstat_parse("1100 0 8800 2050 10 0 80 20 2 1000 3000", &b), 0);
+        a.sampled_usec = 1000000;
+        b.sampled_usec = 2000000;
+        ASSERT_INT_EQ(blockstat_load(&a, &b, &l), 0);
+        ASSERT_TRUE(fabs(l.iops - 1000) < 1e-9);
+        ASSERT_TRUE(fabs(l.utilisation - 0.5) < 1e-9);
+        ASSERT_TRUE(fabs(l.await_ms - 2.0) < 1e-9);
+        ASSERT_TRUE(fabs(l.queue_depth - 2.0) < 1e-9);
+        /* a counter going backwards (a new disk of that name): no load */
+        ASSERT_INT_EQ(blockstat_load(&b, &a, &l), -EINVAL);
+}
+
+TEST(a_hold_is_honoured_until_its_deadline_or_its_holder_ends) {
+        _cleanup_free_ char *dir = tmpdir_new();
+        const uint64_t now = 1800000000ULL * 1000000ULL;
+        Hold h = {};
+
+        ASSERT_INT_EQ(hold_check(dir, "nvme0n1", now, &h), 0); /* no file */
+        ASSERT_INT_EQ(hold_acquire(dir, "nvme0n1", getpid(), now + 60000000ULL), 0);
+        ASSERT_INT_EQ(hold_check(dir, "nvme0n1", now, &h), 1);
+        ASSERT_INT_EQ(h.pid, getpid());
+        ASSERT_INT_EQ(hold_check(dir, "nvme0n1", now + 60000000ULL, &h), 0); /* expired */
+        /* renewed */
+        ASSERT_INT_EQ(hold_acquire(dir, "nvme0n1", getpid(), now + 120000000ULL), 0);
+        ASSERT_INT_EQ(hold_check(dir, "nvme0n1", now + 60000000ULL, &h), 1);
+        ASSERT_INT_EQ(hold_release(dir, "nvme0n1"), 0);
+        ASSERT_INT_EQ(hold_check(dir, "nvme0n1", now, &h), 0);
+        ASSERT_INT_EQ(hold_release(dir, "nvme0n1"), 0); /* twice: fine */
+
+        /* a holder that is gone holds nothing */
+        pid_t child = fork();
+        if (child == 0)
+                _exit(0);
+        ASSERT_TRUE(child > 0);
+        ASSERT_INT_EQ(waitpid(child, NULL, 0), child);
+        ASSERT_INT_EQ(hold_acquire(dir, "sda", child, now + 60000000ULL), 0);
+        ASSERT_INT_EQ(hold_check(dir, "sda", now, &h), 0);
+
+        /* names that are no kernel names are refused, never joined into a path */
+        ASSERT_INT_EQ(hold_acquire(dir, "../x", getpid(), now), -EINVAL);
+        ASSERT_INT_EQ(hold_check(dir, "..", now, &h), -EINVAL);
+}
+
+TEST(a_hold_file_that_cannot_be_trusted_is_not_honoured) {
+        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_free_ char *fifo = path_join(dir, "vdb");
+        const uint64_t now = 1800000000ULL * 1000000ULL;
+        char text[128];
+        Hold h;
+
+        /* a deadline beyond HOLD_MAX_USEC would switch the daemon off for the disk */
+        ASSERT_INT_EQ(hold_acquire(dir, "sda", getpid(), now + HOLD_MAX_USEC + 1), 0);
+        ASSERT_INT_EQ(hold_check(dir, "sda", now, &h), -ERANGE);
+        tmpdir_write(dir, "sdb", "pid=1\nuntil_usec=12\nmore=1\n");
+        ASSERT_INT_EQ(hold_check(dir, "sdb", now, &h), -EBADMSG);
+        tmpdir_write(dir, "sdc", "pid=1\n");
+        ASSERT_INT_EQ(hold_check(dir, "sdc", now, &h), -EBADMSG);
+        tmpdir_write(dir, "sdd", "pid=0\nuntil_usec=12\n");
+        ASSERT_INT_EQ(hold_check(dir, "sdd", now, &h), -EBADMSG);
+        (void) snprintf(text, sizeof(text), "pid=1\npid=1\nuntil_usec=%llu\n", (unsigned long long) now + 1);
+        tmpdir_write(dir, "sde", text);
+        ASSERT_INT_EQ(hold_check(dir, "sde", now, &h), -EBADMSG);
+        /* a FIFO does not block the daemon */
+        ASSERT_INT_EQ(mkfifo(fifo, 0600), 0);
+        ASSERT_TRUE(hold_check(dir, "vdb", now, &h) < 0);
+        ASSERT_INT_EQ(hold_parse("# comment\n\npid=7\nuntil_usec=99\n", &h), 0);
+        ASSERT_INT_EQ(h.pid, 7);
+        ASSERT_INT_EQ(h.until_usec, 99);
+}
+
+TEST_MAIN(T(buckets_tile_the_range_and_hold_their_values), T(percentiles_within_the_bucket_width_of_the_exact_ones),
+          T(merge_adds_counts_and_extremes), T(a_candidate_wins_only_when_every_round_favours_it),
+          T(the_statistic_is_reproducible_and_refuses_bad_samples),
+          T(block_stat_in_every_layout_and_the_load_of_two_samples),
+          T(a_hold_is_honoured_until_its_deadline_or_its_holder_ends),
+          T(a_hold_file_that_cannot_be_trusted_is_not_honoured))

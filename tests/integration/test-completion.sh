@@ -34,6 +34,9 @@ expect "--json" iotunectl --js
 expect "check-config" iotunectl --json check
 expect "show" iotunectl profiles sh
 expect "status" iotunectl help sta
+expect "tune" iotunectl tu
+expect "nr_requests" iotunectl tune --knobs nr
+expect "--runtime" iotunectl tune --ru
 expect "--no-pager" iotunectl --no
 expect "latency" iotunectl profiles show lat
 

@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tune: measured tuning on the real kernel, with iotuned.service running.
+# Both disks get the `mixed` profile (mq-deadline), which on these disks is the
+# known loser: null_blk does no I/O of its own, so the scheduler's cost is all
+# there is, and under TCG mq-deadline costs about 3x in IOPS at QD1 (the
+# numbers in bench/fio-profiles); QEMU's NVMe controller adds its own
+# emulation, but the software path still decides. `iotunectl tune` must pick
+# scheduler none, in 5 runs of 5 on each disk; put every value back after each
+# run; never write to the disk (its checksum); keep the daemon from fighting it
+# (a hold: no drift logged meanwhile); refuse a busy disk; put everything back
+# on SIGINT; write the drop-in only with --write, which a reload then applies.
+
+VM_DEVICES=(
+	"nvme nv0 size=64M"
+)
+
+CONF=/etc/iotuned
+DROPIN_DIR=$CONF/iotuned.yaml.d
+PLOT=/run/iotvm-plot
+# Short probes: the winner is known and large; 5 rounds is the sign test at p = 1/32.
+TUNE_ARGS=(--knobs scheduler --rounds 5 --depths 1,32 --runtime 300ms --warmup 50ms)
+
+knob() { # DISK KNOB
+	if [[ $2 == scheduler ]]; then sched_of "$1"; else cat "/sys/block/$1/queue/$2"; fi
+}
+
+# Every knob tune may touch, one line: what must be the same after a run.
+knobs_of() { # DISK
+	local k
+	for k in scheduler nr_requests rq_affinity nomerges wbt_lat_usec; do
+		printf '%s=%s ' "$k" "$(knob "$1" "$k")"
+	done
+}
+
+ijournal() { journalctl -b -u iotuned.service --no-pager "$@"; }
+
+drift_events() { # DISK
+	ijournal DEVICE="$1" MESSAGE_ID=ddd3ea3720e646139165099acdaad3df -o cat | grep -c . || true
+}
+
+nvme_disk() { disk_by_serial nv0; }
+
+scenario_setup() {
+	assert_ok modprobe null_blk nr_devices=1 queue_mode=2
+	assert_ok udevadm settle --timeout=60
+	command -v iotuned >/dev/null || fail "iotuned is not installed in the guest"
+	local nv
+	nv=$(nvme_disk)
+	[[ -n $nv ]] || fail "no NVMe disk with serial nv0"
+	# Contents to checksum: random, so a write anywhere shows.
+	assert_ok dd if=/dev/urandom of="/dev/$nv" bs=1M count=64 oflag=direct status=none
+	sha256sum <"/dev/$nv" | cut -d' ' -f1 >/run/iotvm-nvme.sha256
+	mkdir -p "$DROPIN_DIR"
+	cat >"$DROPIN_DIR/50-tune-test.yaml" <<-'YAML'
+		reassert: { interval: 1s }
+		rules:
+		  - { name: tune-test, match: { kernel: "nullb*" }, profile: mixed }
+		  - { name: tune-test-nvme, match: { serial: nv0 }, profile: mixed }
+	YAML
+	assert_ok systemctl start iotuned.service
+	assert_sched nullb0 mq-deadline
+	assert_sched "$nv" mq-deadline
+}
+
+# One disk, five runs: the winner each time, every value back, no drift logged.
+five_runs() { # DISK
+	local d=$1 run before after json chosen drifts0
+	drifts0=$(drift_events "$d")
+	for run in 1 2 3 4 5; do
+		before=$(knobs_of "$d")
+		json=$(iotunectl tune "$d" "${TUNE_ARGS[@]}" --json) || fail "tune $d (run $run) failed: $json"
+		after=$(knobs_of "$d")
+		chosen=$(printf '%s' "$json" | "$IOTVM_PY" -c 'import json,sys
+d = json.load(sys.stdin)["devices"][0]
+assert d["restored"] is True and d["interrupted"] is False, d
+k = d["knobs"][0]
+assert k["knob"] == "scheduler" and k["candidates"][0]["value"] == "mq-deadline", k
+w = [c for c in k["candidates"] if c["verdict"] == "winner"]
+g = w[0]["gain"] if w else {}
+print(k["chosen"], "gain %+.0f%% in %d/%d rounds" % (100 * g.get("median", 0), g.get("rounds_favouring", 0), d["rounds"]))')
+		note "run $run: $d: chosen ${chosen}"
+		[[ $chosen == "none "* ]] || fail "run $run: tune chose '${chosen%% *}' for $d, not none"
+		assert_eq "$before" "$after" "$d knobs after run $run"
+		[[ ! -e /run/iotuned/hold/$d ]] || fail "the hold of $d is still there after run $run"
+	done
+	# The daemon (reassert every 1 s) left the disk alone while tune held it.
+	assert_eq "$drifts0" "$(drift_events "$d")" "drift events for $d during the runs"
+	ijournal DEVICE="$d" -o cat | grep -q "$d: held by iotunectl tune" ||
+		ijournal -o cat | grep -q "$d: held by iotunectl tune" || fail "the daemon did not log the hold of $d"
+	note "ok: 5/5 picked none on $d; every value back after each run; no drift logged meanwhile"
+}
+
+check_null_blk_picks_none_5_of_5() {
+	five_runs nullb0
+}
+
+check_nvme_picks_none_5_of_5_and_never_writes() {
+	local nv
+	nv=$(nvme_disk)
+	five_runs "$nv"
+	assert_eq "$(cat /run/iotvm-nvme.sha256)" "$(sha256sum <"/dev/$nv" | cut -d' ' -f1)" "checksum of /dev/$nv"
+	note "ok: /dev/$nv reads back the same sha256 as before the 5 runs"
+}
+
+check_table_plot_and_no_dropin_without_write() {
+	local nv out
+	nv=$(nvme_disk)
+	out=$(iotunectl tune "$nv" "${TUNE_ARGS[@]}" --plot "$PLOT") || fail "tune $nv failed: $out"
+	printf '%s\n' "$out" | sed 's/^/    | /'
+	[[ $out == *"-> scheduler: none wins beyond the noise"* ]] || fail "no winner line in the table"
+	[[ $out == *"proposed drop-in (not written; --write writes it)"* ]] || fail "no proposal shown"
+	[[ $out == *"+        scheduler: none"* ]] || fail "the diff does not set scheduler: none"
+	assert_not_exists "$DROPIN_DIR/60-measured-nv0.yaml" "a drop-in written without --write"
+	"$IOTVM_PY" -c 'import sys, xml.etree.ElementTree as E
+r = E.parse(sys.argv[1]).getroot()
+assert r.tag.endswith("svg"), r.tag
+lines = [e for e in r.iter() if e.tag.endswith("polyline")]
+assert len(lines) >= 4, len(lines)  # two depths x at least two candidates
+' "$PLOT/$nv.svg" || fail "$PLOT/$nv.svg is not the expected SVG"
+	cp "$PLOT/$nv.svg" "$IOTVM_SHARE/results/tune-$nv.svg"
+	note "ok: table, diff, no file written; $PLOT/$nv.svg parses with its curves"
+}
+
+check_write_then_reload_applies_the_rule() {
+	local nv out
+	nv=$(nvme_disk)
+	out=$(iotunectl tune "$nv" "${TUNE_ARGS[@]}" --write) || fail "tune --write failed: $out"
+	assert_exists "$DROPIN_DIR/60-measured-nv0.yaml"
+	sed 's/^/    | /' "$DROPIN_DIR/60-measured-nv0.yaml"
+	assert_ok iotunectl check-config
+	# Written, not yet applied: the daemon still has mq-deadline; a reload applies it.
+	assert_sched "$nv" mq-deadline
+	assert_ok systemctl reload iotuned.service
+	wait_for "[[ \$(sched_of $nv) == none ]]" 10 'ijournal -n 20'
+	iotunectl explain "$nv" | grep -q 'measured-nv0' || fail "explain does not name the measured rule"
+	note "ok: the drop-in matches serial nv0; after the reload $nv runs scheduler none"
+	rm -f "$DROPIN_DIR/60-measured-nv0.yaml"
+	assert_ok systemctl reload iotuned.service
+	wait_for "[[ \$(sched_of $nv) == mq-deadline ]]" 10 'ijournal -n 20'
+}
+
+check_sigint_puts_everything_back() {
+	local before pid rc=0
+	before=$(knobs_of nullb0)
+	iotunectl tune nullb0 --knobs scheduler,nr_requests --rounds 5 --runtime 2s >/run/iotvm-tune.out 2>&1 &
+	pid=$!
+	wait_for '[[ -e /run/iotuned/hold/nullb0 ]]' 20 'cat /run/iotvm-tune.out'
+	sleep 1
+	kill -INT "$pid"
+	wait "$pid" || rc=$?
+	sed 's/^/    | /' /run/iotvm-tune.out | tail -n 5
+	assert_eq 130 "$rc" "exit status after SIGINT"
+	assert_eq "$before" "$(knobs_of nullb0)" "nullb0 knobs after SIGINT"
+	assert_not_exists /run/iotuned/hold/nullb0 "the hold after SIGINT"
+	note "ok: SIGINT -> exit 130, every value back, hold removed"
+}
+
+check_busy_disk_is_refused() {
+	local pid rc=0 out
+	fio --name=busy --filename=/dev/nullb0 --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=8 \
+		--time_based --runtime=60 >/dev/null 2>&1 &
+	pid=$!
+	# shellcheck disable=SC2064 # this pid, now
+	trap "kill $pid 2>/dev/null || true" EXIT
+	sleep 2
+	out=$(iotunectl tune nullb0 "${TUNE_ARGS[@]}" 2>&1) || rc=$?
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	note "$out"
+	assert_eq 6 "$rc" "exit status on a busy disk"
+	[[ $out == *"nullb0 is busy:"*"--force measures anyway"* ]] || fail "no busy message"
+	assert_not_exists /run/iotuned/hold/nullb0 "a hold on a refused disk"
+}

@@ -415,10 +415,11 @@ int tuner_measure(Tuner *t, const Config *c, const char *name, const MeasureOpti
         if (!r->disk || strv_extend(&names, name) < 0)
                 return -ENOMEM;
         q = tuner_lookup(t, names, &l, &bad);
-        if (q >= 0)
-                q = tuner_plan(t, c, names, &l, &plan, targets);
+        if (q < 0)
+                return q; /* tuner_lookup()'s -errno: the caller says why */
+        q = tuner_plan(t, c, names, &l, &plan, targets);
         if (q < 0) {
-                *ret_why = q == -ENOMEM ? NULL : "cannot look the disk up or plan it";
+                *ret_why = q == -ENOMEM ? NULL : "cannot plan it";
                 return q;
         }
         const DevicePlan *dp = plan.devices[0];

@@ -117,8 +117,9 @@ void measure_report_done(MeasureReport *r);
 
 /* Measure disk `name` under `c`. -EBUSY when it is busier than
  * o->busy_utilisation and !o->force (r->load says how busy); -EINTR when
- * o->stop was set (what was measured is restored and reported); other -errno
- * with *ret_why (static text or NULL). The disk is held against the daemon
+ * o->stop was set (what was measured is restored and reported); a lookup
+ * failure as tuner_lookup() returns it, with *ret_why NULL; other -errno with
+ * *ret_why (static text, or NULL for -ENOMEM). The disk is held against the daemon
  * (hold.h) from before the first write until everything is restored. */
 int tuner_measure(Tuner *t, const Config *c, const char *name, const MeasureOptions *o, MeasureReport *r,
                   const char **ret_why);

@@ -360,6 +360,26 @@ class CliTest(unittest.TestCase):
         self.run_cli("profiles", "show", "nonesuch", expect=4)
         self.assertIn("plan [DEVICE...]", self.run_cli("--help").stdout)
 
+    def test_tune_options_are_checked_before_anything_is_measured(self):
+        self.standard_set()
+        self.assertIn("tune takes one or more DEVICEs", self.run_cli("tune", expect=64).stderr)
+        self.assertIn("belong to 'tune'", self.run_cli("plan", "--write", expect=64).stderr)
+        for args, text in ((["--rounds", "2"], "--rounds '2': expected 3 to 32 rounds"),
+                           (["--knobs", "scheduler,read_ahead_kb"], "--knobs 'read_ahead_kb': not a measured knob"),
+                           (["--depths", "0"], "--depths '0': expected queue depths from 1 to 1024"),
+                           (["--depths", "1,2,4,8,16"], "at most 4 queue depths"),
+                           (["--block-size", "1000"], "--block-size '1000': expected a multiple of 512"),
+                           (["--runtime", "10ms"], "--runtime '10ms': expected a duration from 100 ms"),
+                           (["--range", "4096"], "--range '4096': expected OFFSET:LENGTH"),
+                           (["--min-effect", "five"], "--min-effect 'five': expected a percentage"),
+                           (["--busy", "101"], "--busy '101': expected a percentage from 0 to 100")):
+            err = self.run_cli("tune", "sda", *args, expect=64).stderr
+            self.assertIn(text, err)
+        self.assertIn("No such block disk: nvme9n9", self.run_cli("tune", "nvme9n9", expect=4).stderr)
+        out = self.run_cli("tune", "--help").stdout
+        self.assertTrue(out.startswith("Usage: iotunectl [OPTIONS] tune DEVICE..."), out)
+        self.assertIn("sign test", out)
+
     def test_cli_conventions(self):
         self.standard_set()
         # per-command help, in both spellings, and help for an unknown command
@@ -368,7 +388,7 @@ class CliTest(unittest.TestCase):
             self.assertTrue(out.startswith("Usage: iotunectl [OPTIONS] plan [DEVICE...]"), out)
             self.assertIn("Options for plan:", out)
             self.assertNotIn("Commands:", out)
-        for verb in ("apply", "verify", "restore", "status", "explain", "profiles", "check-config"):
+        for verb in ("apply", "verify", "restore", "status", "explain", "profiles", "check-config", "tune"):
             self.assertIn(f"Usage: iotunectl [OPTIONS] {verb}", self.run_cli(verb, "--help").stdout)
         self.assertIn("Commands:", self.run_cli("help").stdout)
         self.assertIn("Unknown command 'nope'", self.run_cli("help", "nope", expect=64).stderr)

@@ -75,9 +75,14 @@ d = json.load(sys.stdin)["devices"][0]
 assert d["restored"] is True and d["interrupted"] is False, d
 k = d["knobs"][0]
 assert k["knob"] == "scheduler" and k["candidates"][0]["value"] == "mq-deadline", k
-w = [c for c in k["candidates"] if c["verdict"] == "winner"]
-g = w[0]["gain"] if w else {}
-print(k["chosen"], "gain %+.0f%% in %d/%d rounds" % (100 * g.get("median", 0), g.get("rounds_favouring", 0), d["rounds"]))')
+med = lambda v: sorted(v)[len(v) // 2]
+cands = []
+for c in k["candidates"]:
+    g = c.get("gain") or {}
+    per = " ".join("QD%d %.0f IOPS p99 %.0fus" % (x["depth"], med(x["iops_per_round"]), x["p99_usec"]) for x in c["depths"])
+    cands.append("%s=%s [%s%s]" % (c["value"], c["verdict"], per,
+                 "; gain %+.0f%% in %d/%d rounds" % (100 * g["median"], g["rounds_favouring"], d["rounds"]) if g else ""))
+print(k["chosen"], "; ".join(cands))')
 		note "run $run: $d: chosen ${chosen}"
 		[[ $chosen == "none "* ]] || fail "run $run: tune chose '${chosen%% *}' for $d, not none"
 		assert_eq "$before" "$after" "$d knobs after run $run"

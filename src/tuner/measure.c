@@ -231,36 +231,44 @@ static int add_candidate(KnobTrial *kt, const char *value) {
         return 0;
 }
 
-/* Sets up r->trials: baselines, candidates, the knobs skipped and why. */
+/* Sets up the baseline of every knob measure_order names, whether measured or
+ * not (switching the scheduler resets nr_requests: a trial that sets only the
+ * knob measured would measure the baseline under another nr_requests than the
+ * profile's, and the end would not put it back), and r->trials for the knobs
+ * measured: candidates, and the knobs skipped and why. */
 static int prepare_trials(const DevicePlan *plan, const Device *d, const MeasureOptions *o, MeasureReport *r,
                           char *current[_KNOB_MAX], char *start[_KNOB_MAX]) {
         int k_r;
 
         for (size_t i = 0; i < ELEMENTSOF(measure_order); i++) {
                 KnobId k = measure_order[i];
-                if (!(o->knobs & KNOB_MASK(k)))
-                        continue;
-                KnobTrial *kt = &r->trials[r->n_trials++];
-                kt->knob = k;
+                bool measured = o->knobs & KNOB_MASK(k);
+                KnobTrial *kt = measured ? &r->trials[r->n_trials++] : NULL;
+
+                if (kt)
+                        kt->knob = k;
                 k_r = read_current(d, k, &start[k]);
                 if (k_r == -ENOMEM)
                         return k_r;
                 if (k_r < 0) {
-                        kt->skipped = strdup("this disk does not offer it");
+                        if (kt && !(kt->skipped = strdup("this disk does not offer it")))
+                                return -ENOMEM;
                         continue;
                 }
                 const char *desired = NULL;
                 for (size_t s = 0; s < plan->n_settings; s++)
                         if (plan->settings[s].knob->id == k && plan->settings[s].irq < 0)
                                 desired = plan->settings[s].desired;
+                current[k] = strdup(desired ?: start[k]);
+                if (!current[k])
+                        return -ENOMEM;
+                if (!kt)
+                        continue;
                 if (desired && plan->profile)
                         k_r = asprintf_safe(&kt->from, "profile %s", plan->profile);
                 else
                         k_r = (kt->from = strdup("current value")) ? 0 : -ENOMEM;
-                if (k_r < 0)
-                        return -ENOMEM;
-                current[k] = strdup(desired ?: start[k]);
-                if (!current[k] || add_candidate(kt, current[k]) < 0)
+                if (k_r < 0 || add_candidate(kt, current[k]) < 0)
                         return -ENOMEM;
                 _cleanup_strv_free_ char **cands = NULL;
                 if (measure_candidates(k, d, &cands) < 0)
@@ -268,8 +276,8 @@ static int prepare_trials(const DevicePlan *plan, const Device *d, const Measure
                 for (char **c = cands; c && *c; c++)
                         if (add_candidate(kt, *c) < 0)
                                 return -ENOMEM;
-                if (kt->n < 2)
-                        kt->skipped = strdup("no other value to measure on this disk");
+                if (kt->n < 2 && !(kt->skipped = strdup("no other value to measure on this disk")))
+                        return -ENOMEM;
         }
         return 0;
 }

@@ -17,8 +17,11 @@ VM_DEVICES=(
 CONF=/etc/iotuned
 DROPIN_DIR=$CONF/iotuned.yaml.d
 PLOT=/run/iotvm-plot
-# Short probes: the winner is known and large; 5 rounds is the sign test at p = 1/32.
-TUNE_ARGS=(--knobs scheduler --rounds 5 --depths 1,32 --runtime 300ms --warmup 50ms)
+# The known winner shows at queue depth 32 (the software-queue bottleneck of the
+# seeds' incident: 2x IOPS on QEMU's NVMe under TCG, measured with fio); at QD1
+# QEMU's NVMe emulation hides the scheduler's cost in its own. 5 rounds: the
+# sign test at p = 1/32.
+TUNE_ARGS=(--knobs scheduler --rounds 5 --depths 32 --runtime 1s --warmup 100ms)
 
 knob() { # DISK KNOB
 	if [[ $2 == scheduler ]]; then sched_of "$1"; else cat "/sys/block/$1/queue/$2"; fi
@@ -120,7 +123,7 @@ check_table_plot_and_no_dropin_without_write() {
 r = E.parse(sys.argv[1]).getroot()
 assert r.tag.endswith("svg"), r.tag
 lines = [e for e in r.iter() if e.tag.endswith("polyline")]
-assert len(lines) >= 4, len(lines)  # two depths x at least two candidates
+assert len(lines) >= 2, len(lines)  # one curve per candidate
 ' "$PLOT/$nv.svg" || fail "$PLOT/$nv.svg is not the expected SVG"
 	cp "$PLOT/$nv.svg" "$IOTVM_SHARE/results/tune-$nv.svg"
 	note "ok: table, diff, no file written; $PLOT/$nv.svg parses with its curves"

@@ -523,7 +523,9 @@ static int tune_one(Cli *c, const Config *cfg, const char *name, const MeasureOp
                 *ret_interrupted = true;
                 ex = EXIT_INTERRUPTED;
         } else if (q < 0) {
-                if (why)
+                if (why && (q == -EPERM || q == -EOPNOTSUPP || q == -EINVAL))
+                        log_error("%s: %s.", name, why); /* a refusal: the errno adds nothing */
+                else if (why)
                         log_error_errno(q, "%s: %s: %m", name, why);
                 else
                         log_error_errno(q, "%s: measuring failed: %m", name);

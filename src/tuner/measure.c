@@ -450,6 +450,13 @@ int tuner_measure(Tuner *t, const Config *c, const char *name, const MeasureOpti
                 goto out;
         }
 
+        if (o->hipri && !d->io_poll) {
+                *ret_why = "--hipri needs poll queues, and this disk has none (queue/io_poll is 0): see poll_queues "
+                           "in iotuned.profile(5)";
+                q = -EOPNOTSUPP;
+                goto out;
+        }
+
         /* Busy: two samples of its stat a second apart. */
         BlockStat a, b;
         q = blockstat_read(d->syspath, &a);

@@ -144,6 +144,10 @@ int io_probe_run(const ProbeDisk *d, const ProbeSpec *s, const volatile sig_atom
                 goto out_ring;
         in_flight = s->depth;
 
+        /* One completion at a time, its replacement submitted at once (one
+         * io_uring_enter per read, as an application that issues each read when
+         * it needs it, and as fio's defaults): the software path is paid per read,
+         * which is what the knobs measured change. */
         while (in_flight > 0) {
                 struct io_uring_cqe *cqe;
 
@@ -153,38 +157,32 @@ int io_probe_run(const ProbeDisk *d, const ProbeSpec *s, const volatile sig_atom
                 if (r < 0)
                         goto out_ring;
                 uint64_t now = mono_nsec();
-                unsigned head, seen = 0, requeued = 0;
-                io_uring_for_each_cqe(&ring, head, cqe) {
-                        unsigned i = (unsigned) io_uring_cqe_get_data64(cqe);
-                        seen++;
-                        in_flight--;
-                        if (cqe->res != (int) s->block_size) {
-                                if (ret_error)
-                                        *ret_error = cqe->res < 0 ? cqe->res : -EIO;
-                                draining = true;
-                                failed = -EIO;
-                                continue;
-                        }
-                        if (slots[i].submitted_nsec >= counting_from && now <= end) {
-                                hist_record(&ret->latency, now - slots[i].submitted_nsec);
-                                ret->reads++;
-                        }
-                        if (!draining && now < end && !(stop && *stop)) {
-                                queue_read(&ring, d, s, slots, i, &state, blocks, now);
-                                requeued++;
-                        }
+                unsigned i = (unsigned) io_uring_cqe_get_data64(cqe);
+                int res = cqe->res;
+                io_uring_cqe_seen(&ring, cqe);
+                in_flight--;
+                if (res != (int) s->block_size) {
+                        if (ret_error)
+                                *ret_error = res < 0 ? res : -EIO;
+                        failed = -EIO;
+                        draining = true;
+                        continue;
                 }
-                io_uring_cq_advance(&ring, seen);
+                if (slots[i].submitted_nsec >= counting_from && now <= end) {
+                        hist_record(&ret->latency, now - slots[i].submitted_nsec);
+                        ret->reads++;
+                }
                 if (stop && *stop)
                         draining = true;
-                if (requeued > 0) {
-                        int q = io_uring_submit(&ring);
-                        if (q < 0) {
-                                failed = q;
-                                draining = true;
-                        } else
-                                in_flight += requeued;
-                }
+                if (draining || now >= end)
+                        continue;
+                queue_read(&ring, d, s, slots, i, &state, blocks, mono_nsec());
+                int q = io_uring_submit(&ring);
+                if (q < 0) {
+                        failed = q;
+                        draining = true;
+                } else
+                        in_flight++;
         }
         if (failed < 0) {
                 r = failed;

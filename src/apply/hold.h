@@ -17,7 +17,7 @@
 
 typedef struct Hold {
         pid_t pid;
-        uint64_t until_usec;   /* CLOCK_REALTIME */
+        uint64_t until_usec; /* CLOCK_REALTIME */
 } Hold;
 
 /* Write or renew the hold of `disk` (a kernel name) until `until_usec`. */

@@ -21,7 +21,7 @@
 #define PLOT_W (PANEL_W - MARGIN_L - 20)
 #define PLOT_H (PANEL_H - MARGIN_T - 70)
 
-static const char *const colours[] = { "#222222", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e" };
+static const char *const colours[] = {"#222222", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"};
 
 /* XML text: the few characters that need it escaped. */
 static void xml_text(FILE *f, const char *s) {
@@ -40,7 +40,7 @@ static void xml_text(FILE *f, const char *s) {
                         fputs("&quot;", f);
                         break;
                 default:
-                        if ((unsigned char) *s >= 0x20)
+                        if ((unsigned char)*s >= 0x20)
                                 fputc(*s, f);
                 }
 }
@@ -79,7 +79,8 @@ static void panel(FILE *f, const KnobTrial *kt, unsigned depth, size_t q, double
                 fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%g</text>\n", x,
                         MARGIN_T + PLOT_H + 12, pow(10, dec));
         }
-        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">completion latency, us (log)</text>\n",
+        fprintf(f,
+                "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">completion latency, us (log)</text>\n",
                 MARGIN_L + PLOT_W / 2, MARGIN_T + PLOT_H + 25);
         for (int p = 0; p <= 100; p += 25) {
                 double y = MARGIN_T + PLOT_H * (1 - p / 100.0);
@@ -103,18 +104,18 @@ static void panel(FILE *f, const KnobTrial *kt, unsigned depth, size_t q, double
                                 continue;
                         seen += h->buckets[b];
                         hist_bucket_bounds(b, &low, &high);
-                        double us = fmax((double) high / 1000.0, pow(10, lo));
+                        double us = fmax((double)high / 1000.0, pow(10, lo));
                         if (log10(us) > hi)
                                 us = pow(10, hi);
-                        double y = MARGIN_T + PLOT_H * (1 - (double) seen / (double) h->count);
+                        double y = MARGIN_T + PLOT_H * (1 - (double)seen / (double)h->count);
                         fprintf(f, "%s%.1f,%.1f", first ? "" : " ", x_of(us, lo, hi), y);
                         first = false;
                 }
                 fprintf(f, "\"/>\n");
-                double ly = MARGIN_T + PLOT_H + 40 + 12 * (double) (c / 2);
+                double ly = MARGIN_T + PLOT_H + 40 + 12 * (double)(c / 2);
                 double lx = MARGIN_L + (c % 2) * (PLOT_W / 2);
-                fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>", lx,
-                        ly - 3, lx + 14, ly - 3, colour);
+                fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>",
+                        lx, ly - 3, lx + 14, ly - 3, colour);
                 fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\">", lx + 18, ly);
                 xml_text(f, cd->value);
                 fprintf(f, " (%s, p99 %.0f us)</text>\n", candidate_verdict_to_string(cd->verdict),
@@ -147,22 +148,23 @@ int tune_plot_write(const char *dir, const MeasureReport *r, const MeasureOption
         f = open_memstream(&text, &size);
         if (!f)
                 return -ENOMEM;
-        double w = (double) o->n_depths * (PANEL_W + GAP) + GAP, h = (double) rows * (PANEL_H + GAP) + 50;
-        fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-                   "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+        double w = (double)o->n_depths * (PANEL_W + GAP) + GAP, h = (double)rows * (PANEL_H + GAP) + 50;
+        fprintf(f,
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
                 w, h);
         fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"16\">", GAP);
         xml_text(f, r->disk);
         fprintf(f, ": %u-byte random reads, %u rounds of %.1f s per candidate and depth (iotunectl tune)</text>\n",
-                o->block_size, r->rounds_done, (double) o->runtime_usec / 1e6);
+                o->block_size, r->rounds_done, (double)o->runtime_usec / 1e6);
         size_t row = 0;
         for (size_t i = 0; i < r->n_trials; i++) {
                 if (r->trials[i].skipped)
                         continue;
                 for (size_t qd = 0; qd < o->n_depths; qd++)
-                        panel(f, &r->trials[i], o->depths[qd], qd, GAP + (double) qd * (PANEL_W + GAP),
-                              40 + (double) row * (PANEL_H + GAP));
+                        panel(f, &r->trials[i], o->depths[qd], qd, GAP + (double)qd * (PANEL_W + GAP),
+                              40 + (double)row * (PANEL_H + GAP));
                 row++;
         }
         fprintf(f, "</svg>\n");

@@ -26,7 +26,7 @@
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig) {
-        (void) sig;
+        (void)sig;
         stop_requested = 1;
 }
 
@@ -47,7 +47,7 @@ static int parse_percent(const char *option, const char *value, double min, doub
         double v = strtod(value, &end);
         if (errno || end == value || *end || !isfinite(v) || v < min || v > max) {
                 char expected[96];
-                (void) snprintf(expected, sizeof(expected), "expected a percentage from %g to %g, e.g. 5", min, max);
+                (void)snprintf(expected, sizeof(expected), "expected a percentage from %g to %g, e.g. 5", min, max);
                 return bad_option(option, value, expected);
         }
         *ret = v / 100.0;
@@ -96,8 +96,8 @@ static int parse_depths(const char *value, MeasureOptions *o) {
 static int parse_duration(const char *option, const char *value, uint64_t min, uint64_t max, uint64_t *ret) {
         if (parse_duration_usec(value, ret) < 0 || *ret < min || *ret > max) {
                 char expected[96];
-                (void) snprintf(expected, sizeof(expected), "expected a duration from %llu ms to %llu s, e.g. 2s",
-                                (unsigned long long) (min / 1000), (unsigned long long) (max / 1000000));
+                (void)snprintf(expected, sizeof(expected), "expected a duration from %llu ms to %llu s, e.g. 2s",
+                               (unsigned long long)(min / 1000), (unsigned long long)(max / 1000000));
                 return bad_option(option, value, expected);
         }
         return 0;
@@ -107,9 +107,9 @@ static int parse_options(const TuneArgs *a, MeasureOptions *o) {
         uint64_t size;
         int r;
 
-        *o = (MeasureOptions) {
+        *o = (MeasureOptions){
                 .block_size = 4096,
-                .depths = { 1, 32 },
+                .depths = {1, 32},
                 .n_depths = 2,
                 .rounds = 7,
                 .runtime_usec = 1000000,
@@ -128,10 +128,11 @@ static int parse_options(const TuneArgs *a, MeasureOptions *o) {
                 if (parse_size(a->block_size, &size) < 0 || size == 0 || size % 512 != 0 || size > 16U << 20)
                         return bad_option("--block-size", a->block_size,
                                           "expected a multiple of 512 bytes up to 16M, e.g. 4K");
-                o->block_size = (unsigned) size;
+                o->block_size = (unsigned)size;
         }
         if (a->rounds && (safe_atou(a->rounds, &o->rounds) < 0 || o->rounds < 3 || o->rounds > MEASURE_MAX_ROUNDS))
-                return bad_option("--rounds", a->rounds, "expected 3 to 32 rounds (a candidate must win every round: 7 rounds is p = 0.008)");
+                return bad_option("--rounds", a->rounds,
+                                  "expected 3 to 32 rounds (a candidate must win every round: 7 rounds is p = 0.008)");
         if (a->runtime && (r = parse_duration("--runtime", a->runtime, 100000, 600000000, &o->runtime_usec)) < 0)
                 return r;
         if (a->warmup && (r = parse_duration("--warmup", a->warmup, 0, 60000000, &o->warmup_usec)) < 0)
@@ -153,19 +154,19 @@ static int parse_options(const TuneArgs *a, MeasureOptions *o) {
 static void format_duration(uint64_t usec, char *buf, size_t size) {
         uint64_t s = (usec + 500000) / 1000000;
         if (s >= 60)
-                (void) snprintf(buf, size, "%llum%02llus", (unsigned long long) (s / 60), (unsigned long long) (s % 60));
+                (void)snprintf(buf, size, "%llum%02llus", (unsigned long long)(s / 60), (unsigned long long)(s % 60));
         else
-                (void) snprintf(buf, size, "%llus", (unsigned long long) s);
+                (void)snprintf(buf, size, "%llus", (unsigned long long)s);
 }
 
 /* One line on the terminal, rewritten in place. */
 static void on_progress(const MeasureProgress *p, void *userdata) {
         char left[32];
-        (void) userdata;
+        (void)userdata;
 
         format_duration(p->left_usec, left, sizeof(left));
-        fprintf(stderr, "\r\033[K%s: %s=%s, round %u/%u, QD%u; about %s left", p->disk, p->knob, p->candidate,
-                p->round, p->rounds, p->depth, left);
+        fprintf(stderr, "\r\033[K%s: %s=%s, round %u/%u, QD%u; about %s left", p->disk, p->knob, p->candidate, p->round,
+                p->rounds, p->depth, left);
         fflush(stderr);
 }
 
@@ -183,7 +184,7 @@ static void print_report(const MeasureReport *r, const MeasureOptions *o) {
         printf("%s (%s%s%s) profile %s (%s)\n", r->disk, r->model ?: "no model", r->serial ? ", serial " : "",
                r->serial ?: "", r->profile ?: "-", r->rule ?: "-");
         printf("  load before: %.1f%% utilised, %.0f IOPS; %u-byte random reads, %u rounds of %.1f s per depth\n",
-               r->load.utilisation * 100, r->load.iops, o->block_size, o->rounds, (double) o->runtime_usec / 1e6);
+               r->load.utilisation * 100, r->load.iops, o->block_size, o->rounds, (double)o->runtime_usec / 1e6);
         for (size_t i = 0; i < r->n_trials; i++) {
                 const KnobTrial *kt = &r->trials[i];
                 const char *name = knob_get(kt->knob)->name;
@@ -193,13 +194,14 @@ static void print_report(const MeasureReport *r, const MeasureOptions *o) {
                         continue;
                 }
                 printf("\n  %s (baseline %s, from the %s)\n", name, kt->candidates[0].value, kt->from);
-                printf("    %-12s %5s %9s %9s %9s %9s  %s\n", "candidate", "QD", "IOPS", "p50 us", "p99 us",
-                       "p99.9 us", "verdict");
+                printf("    %-12s %5s %9s %9s %9s %9s  %s\n", "candidate", "QD", "IOPS", "p50 us", "p99 us", "p99.9 us",
+                       "verdict");
                 for (size_t c = 0; c < kt->n; c++) {
                         const Candidate *cd = &kt->candidates[c];
-                        if (cd->verdict == CANDIDATE_FAILED && !cd->depth[0].latency.count) {
-                                printf("    %-12s %5s %9s %9s %9s %9s  failed: %s\n", cd->value, "-", "-", "-", "-",
-                                       "-", cd->note ?: "");
+                        if ((cd->verdict == CANDIDATE_FAILED || cd->verdict == CANDIDATE_SAME) &&
+                            !cd->depth[0].latency.count) {
+                                printf("    %-12s %5s %9s %9s %9s %9s  %s: %s\n", cd->value, "-", "-", "-", "-", "-",
+                                       candidate_verdict_to_string(cd->verdict), cd->note ?: "");
                                 continue;
                         }
                         for (size_t q = 0; q < o->n_depths; q++) {
@@ -211,7 +213,7 @@ static void print_report(const MeasureReport *r, const MeasureOptions *o) {
                                        hist_percentile(&dr->latency, 99.9) / 1000.0);
                                 if (c == 0)
                                         printf("%s", q == 0 ? "baseline" : "");
-                                else if (cd->verdict == CANDIDATE_FAILED)
+                                else if (cd->verdict == CANDIDATE_FAILED || cd->verdict == CANDIDATE_SAME)
                                         printf("%s", q == 0 ? cd->note ?: "failed" : "");
                                 else {
                                         printf("IOPS ");
@@ -230,7 +232,8 @@ static void print_report(const MeasureReport *r, const MeasureOptions *o) {
                 if (kt->chosen)
                         printf("    -> %s: %s wins beyond the noise\n", name, kt->candidates[kt->chosen].value);
                 else
-                        printf("    -> %s: keep %s (no candidate won beyond the noise)\n", name, kt->candidates[0].value);
+                        printf("    -> %s: keep %s (no candidate won beyond the noise)\n", name,
+                               kt->candidates[0].value);
         }
         if (r->restore_error)
                 printf("\n  WARNING: %s\n", r->restore_error);
@@ -265,7 +268,7 @@ static json_object *report_json(const MeasureReport *r, const MeasureOptions *o)
         json_object_object_add(load, "utilisation", json_object_new_double(r->load.utilisation));
         json_object_object_add(load, "iops", json_object_new_double(r->load.iops));
         json_object_object_add(d, "load_before", load);
-        json_object_object_add(d, "rounds", json_object_new_int((int) r->rounds_done));
+        json_object_object_add(d, "rounds", json_object_new_int((int)r->rounds_done));
         json_object_object_add(d, "interrupted", json_object_new_boolean(r->interrupted));
         json_object_object_add(d, "restored", json_object_new_boolean(!r->restore_error));
         json_object_object_add(d, "restore_error", r->restore_error ? json_object_new_string(r->restore_error) : NULL);
@@ -296,14 +299,16 @@ static json_object *report_json(const MeasureReport *r, const MeasureOptions *o)
                                 return NULL;
                         }
                         json_object_object_add(cj, "value", json_object_new_string(cd->value));
-                        json_object_object_add(cj, "observed", cd->observed ? json_object_new_string(cd->observed) : NULL);
+                        json_object_object_add(cj, "observed",
+                                               cd->observed ? json_object_new_string(cd->observed) : NULL);
                         json_object_object_add(cj, "verdict",
                                                json_object_new_string(candidate_verdict_to_string(cd->verdict)));
                         json_object_object_add(cj, "note", cd->note ? json_object_new_string(cd->note) : NULL);
-                        if (c > 0 && cd->verdict != CANDIDATE_FAILED) {
+                        if (c > 0 && cd->verdict != CANDIDATE_FAILED && cd->verdict != CANDIDATE_SAME) {
                                 json_object *g = effect_json(&cd->combined);
                                 if (g)
-                                        json_object_object_add(g, "rounds_favouring", json_object_new_int((int) cd->combined.favour));
+                                        json_object_object_add(g, "rounds_favouring",
+                                                               json_object_new_int((int)cd->combined.favour));
                                 json_object_object_add(cj, "gain", g);
                         }
                         for (size_t q = 0; cd->depth[0].latency.count && q < o->n_depths; q++) {
@@ -316,16 +321,19 @@ static json_object *report_json(const MeasureReport *r, const MeasureOptions *o)
                                 }
                                 for (unsigned i2 = 0; i2 < r->rounds_done; i2++)
                                         json_object_array_add(iops, json_object_new_double(dr->iops[i2]));
-                                json_object_object_add(dj, "depth", json_object_new_int((int) o->depths[q]));
+                                json_object_object_add(dj, "depth", json_object_new_int((int)o->depths[q]));
                                 json_object_object_add(dj, "iops_per_round", iops);
-                                json_object_object_add(dj, "reads", json_object_new_int64((int64_t) dr->latency.count));
-                                json_object_object_add(dj, "p50_usec",
-                                                       json_object_new_double(hist_percentile(&dr->latency, 50) / 1000.0));
-                                json_object_object_add(dj, "p99_usec",
-                                                       json_object_new_double(hist_percentile(&dr->latency, 99) / 1000.0));
-                                json_object_object_add(dj, "p999_usec",
-                                                       json_object_new_double(hist_percentile(&dr->latency, 99.9) / 1000.0));
-                                if (c > 0 && cd->verdict != CANDIDATE_FAILED) {
+                                json_object_object_add(dj, "reads", json_object_new_int64((int64_t)dr->latency.count));
+                                json_object_object_add(
+                                        dj, "p50_usec",
+                                        json_object_new_double(hist_percentile(&dr->latency, 50) / 1000.0));
+                                json_object_object_add(
+                                        dj, "p99_usec",
+                                        json_object_new_double(hist_percentile(&dr->latency, 99) / 1000.0));
+                                json_object_object_add(
+                                        dj, "p999_usec",
+                                        json_object_new_double(hist_percentile(&dr->latency, 99.9) / 1000.0));
+                                if (c > 0 && cd->verdict != CANDIDATE_FAILED && cd->verdict != CANDIDATE_SAME) {
                                         json_object_object_add(dj, "iops_gain", effect_json(&dr->iops_effect));
                                         json_object_object_add(dj, "p99_gain", effect_json(&dr->p99_effect));
                                 }
@@ -406,7 +414,7 @@ static int proposal(Cli *c, const MeasureReport *r, const MeasureOptions *o, cha
         if (!part || asprintf_safe(&name, "60-measured-%s.yaml", part) < 0 ||
             asprintf_safe(&path, "%s/%s", MEASURED_DROPIN_DIR, name) < 0)
                 return -ENOMEM;
-        (void) strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime_r(&now, &tm));
+        (void)strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime_r(&now, &tm));
 
         f = open_memstream(&text, &size);
         if (!f)
@@ -415,9 +423,10 @@ static int proposal(Cli *c, const MeasureReport *r, const MeasureOptions *o, cha
         fprintf(f, "# %u-byte O_DIRECT random reads at queue depth", o->block_size);
         for (size_t q = 0; q < o->n_depths; q++)
                 fprintf(f, "%s %u", q ? "," : "", o->depths[q]);
-        fprintf(f, ", %u rounds of %.1f s; a value is\n# changed only when it won every round, by at least "
-                   "%.0f%% (median over IOPS and p99), worse on none.\n",
-                o->rounds, (double) o->runtime_usec / 1e6, o->min_effect * 100);
+        fprintf(f,
+                ", %u rounds of %.1f s; a value is\n# changed only when it won every round, by at least "
+                "%.0f%% (median over IOPS and p99), worse on none.\n",
+                o->rounds, (double)o->runtime_usec / 1e6, o->min_effect * 100);
         if (streq(key, "kernel"))
                 fprintf(f, "# The disk has no serial or model: matched by its kernel name, which can change.\n");
         for (size_t i = 0; i < r->n_trials; i++) {
@@ -428,14 +437,14 @@ static int proposal(Cli *c, const MeasureReport *r, const MeasureOptions *o, cha
                 fprintf(f, "#   %s: %s over %s (the %s): %+.0f%%;", knob_get(kt->knob)->name, w->value,
                         kt->candidates[0].value, kt->from, w->combined.median * 100);
                 for (size_t q = 0; q < o->n_depths; q++)
-                        fprintf(f, " QD%u IOPS %+.0f%%, p99 %+.0f%%;", o->depths[q], w->depth[q].iops_effect.median * 100,
-                                w->depth[q].p99_effect.median * 100);
+                        fprintf(f, " QD%u IOPS %+.0f%%, p99 %+.0f%%;", o->depths[q],
+                                w->depth[q].iops_effect.median * 100, w->depth[q].p99_effect.median * 100);
                 fprintf(f, "\n");
         }
         if (r->pinned)
                 fprintf(f, "# Note: IOTUNED_PROFILE pins this disk's profile, and then no rule applies.\n");
-        fprintf(f, "rules:\n  - name: measured-%s\n    match: { %s: %s }\n    profile: %s\n    set:\n      queue:\n", part,
-                key, literal, r->profile);
+        fprintf(f, "rules:\n  - name: measured-%s\n    match: { %s: %s }\n    profile: %s\n    set:\n      queue:\n",
+                part, key, literal, r->profile);
         for (size_t i = 0; i < r->n_trials; i++)
                 if (r->trials[i].chosen)
                         fprintf(f, "        %s: %s\n", knob_get(r->trials[i].knob)->name,
@@ -465,7 +474,7 @@ static void print_diff(const char *path, const char *old, const char *new) {
                 const char *s = pass == 0 ? old : new;
                 for (const char *p = s; p && *p;) {
                         size_t len = strcspn(p, "\n");
-                        printf("%c%.*s\n", pass == 0 ? '-' : '+', (int) len, p);
+                        printf("%c%.*s\n", pass == 0 ? '-' : '+', (int)len, p);
                         p += len + (p[len] == '\n');
                 }
         }
@@ -492,9 +501,9 @@ static int write_proposal(Cli *c, const char *path, const char *old, const char 
                 diag_print(&diag, stderr);
                 diag_done(&diag);
                 if (old)
-                        (void) write_file_atomic(path, old, strlen(old));
+                        (void)write_file_atomic(path, old, strlen(old));
                 else
-                        (void) unlink(path);
+                        (void)unlink(path);
                 return log_error_errno(r, "The configuration does not accept %s; it was taken back out.", esc(path));
         }
         diag_done(&diag);
@@ -587,7 +596,7 @@ static int tune_one(Cli *c, const Config *cfg, const char *name, const MeasureOp
 
 int cli_tune(Cli *c, char **devices) {
         _cleanup_(config_freep) Config *cfg = NULL;
-        struct sigaction sa = { .sa_handler = on_stop_signal }, old_int, old_term, old_hup;
+        struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term, old_hup;
         json_object *doc = NULL, *list = NULL;
         MeasureOptions o;
         bool interrupted = false;
@@ -608,9 +617,9 @@ int cli_tune(Cli *c, char **devices) {
 
         stop_requested = 0;
         sigemptyset(&sa.sa_mask);
-        (void) sigaction(SIGINT, &sa, &old_int);
-        (void) sigaction(SIGTERM, &sa, &old_term);
-        (void) sigaction(SIGHUP, &sa, &old_hup);
+        (void)sigaction(SIGINT, &sa, &old_int);
+        (void)sigaction(SIGTERM, &sa, &old_term);
+        (void)sigaction(SIGHUP, &sa, &old_hup);
         o.stop = &stop_requested;
         if (!c->json && !c->quiet && isatty(STDERR_FILENO))
                 o.progress = on_progress;
@@ -636,9 +645,9 @@ int cli_tune(Cli *c, char **devices) {
                 output_json_print(doc);
                 json_object_put(doc);
         }
-        (void) sigaction(SIGINT, &old_int, NULL);
-        (void) sigaction(SIGTERM, &old_term, NULL);
-        (void) sigaction(SIGHUP, &old_hup, NULL);
+        (void)sigaction(SIGINT, &old_int, NULL);
+        (void)sigaction(SIGTERM, &old_term, NULL);
+        (void)sigaction(SIGHUP, &old_hup, NULL);
         if (interrupted)
                 log_error("Interrupted: every value measured is back as it was.");
         return ex;

@@ -6,13 +6,13 @@
 /* /sys/block/X/stat (Documentation/block/stat.rst): the counters this reads,
  * and what two samples of them say about the load on a disk. */
 typedef struct BlockStat {
-        uint64_t ios[2];          /* completed reads, writes */
-        uint64_t sectors[2];      /* 512-byte sectors read, written */
-        uint64_t ticks_ms[2];     /* ms spent by reads, writes */
+        uint64_t ios[2];      /* completed reads, writes */
+        uint64_t sectors[2];  /* 512-byte sectors read, written */
+        uint64_t ticks_ms[2]; /* ms spent by reads, writes */
         uint64_t in_flight;
-        uint64_t io_ticks_ms;     /* ms with at least one request in flight */
+        uint64_t io_ticks_ms; /* ms with at least one request in flight */
         uint64_t time_in_queue_ms;
-        uint64_t sampled_usec;    /* CLOCK_MONOTONIC when read */
+        uint64_t sampled_usec; /* CLOCK_MONOTONIC when read */
 } BlockStat;
 
 /* Parse the text of a stat file: 11, 15 or 17 unsigned decimal fields (the
@@ -23,11 +23,11 @@ int blockstat_parse(const char *text, BlockStat *ret);
 int blockstat_read(const char *disk_syspath, BlockStat *ret);
 
 typedef struct BlockLoad {
-        double seconds;           /* between the samples */
-        double iops;              /* reads and writes completed per second */
-        double utilisation;       /* share of the time with I/O in flight, 0..1 */
-        double queue_depth;       /* average requests in flight (time_in_queue / time) */
-        double await_ms;          /* average time per completed I/O */
+        double seconds;     /* between the samples */
+        double iops;        /* reads and writes completed per second */
+        double utilisation; /* share of the time with I/O in flight, 0..1 */
+        double queue_depth; /* average requests in flight (time_in_queue / time) */
+        double await_ms;    /* average time per completed I/O */
 } BlockLoad;
 
 /* The load between two samples of one disk; -EINVAL when `b` is not after `a`

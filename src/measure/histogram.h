@@ -10,9 +10,9 @@
  * nanoseconds to HIST_MAX_NSEC. Recording is O(1) and needs no allocation;
  * percentiles come from the counts, never from a sorted sample. */
 #define HIST_SUB_BITS 5
-#define HIST_SUB (1u << HIST_SUB_BITS)          /* 32 buckets per power of two */
-#define HIST_LINEAR (2u * HIST_SUB)             /* 0..63 ns exact */
-#define HIST_MAX_SHIFT 35                       /* up to 2^41 ns (about 36 minutes) */
+#define HIST_SUB (1u << HIST_SUB_BITS) /* 32 buckets per power of two */
+#define HIST_LINEAR (2u * HIST_SUB)    /* 0..63 ns exact */
+#define HIST_MAX_SHIFT 35              /* up to 2^41 ns (about 36 minutes) */
 #define HIST_BUCKETS (HIST_LINEAR + HIST_MAX_SHIFT * HIST_SUB)
 
 typedef struct Histogram {

@@ -12,20 +12,20 @@
  * disk O_RDONLY and only ever submits IORING_OP_READ: it cannot write. */
 
 typedef struct ProbeSpec {
-        unsigned block_size;     /* bytes per read: a multiple of the disk's logical block size */
-        unsigned depth;          /* reads in flight, 1..IO_PROBE_MAX_DEPTH */
-        uint64_t offset;         /* the byte range read from */
-        uint64_t length;         /* 0: from offset to the end of the disk */
-        uint64_t warmup_usec;    /* reads done but not counted, first */
-        uint64_t runtime_usec;   /* then counted for this long */
-        bool hipri;              /* polled completions (IORING_SETUP_IOPOLL): the disk needs poll queues */
-        uint64_t seed;           /* offsets are a function of the seed: reproducible runs */
+        unsigned block_size;   /* bytes per read: a multiple of the disk's logical block size */
+        unsigned depth;        /* reads in flight, 1..IO_PROBE_MAX_DEPTH */
+        uint64_t offset;       /* the byte range read from */
+        uint64_t length;       /* 0: from offset to the end of the disk */
+        uint64_t warmup_usec;  /* reads done but not counted, first */
+        uint64_t runtime_usec; /* then counted for this long */
+        bool hipri;            /* polled completions (IORING_SETUP_IOPOLL): the disk needs poll queues */
+        uint64_t seed;         /* offsets are a function of the seed: reproducible runs */
 } ProbeSpec;
 
 #define IO_PROBE_MAX_DEPTH 1024
 
 typedef struct ProbeResult {
-        Histogram latency;       /* submission to completion of each counted read, ns */
+        Histogram latency; /* submission to completion of each counted read, ns */
         uint64_t reads;
         uint64_t elapsed_usec;
         double iops;
@@ -33,8 +33,8 @@ typedef struct ProbeResult {
 
 typedef struct ProbeDisk {
         int fd;
-        uint64_t size;           /* bytes (BLKGETSIZE64) */
-        unsigned logical_block;  /* BLKSSZGET */
+        uint64_t size;          /* bytes (BLKGETSIZE64) */
+        unsigned logical_block; /* BLKSSZGET */
 } ProbeDisk;
 
 /* Open `devnode` O_RDONLY|O_DIRECT; -ENOTBLK when it is not a block device. */

@@ -8,7 +8,7 @@
 #include "stats.h"
 
 static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *) a, y = *(const double *) b;
+        double x = *(const double *)a, y = *(const double *)b;
         return (x > y) - (x < y);
 }
 
@@ -28,8 +28,7 @@ static uint64_t next_random(uint64_t *state) {
         return *state * 0x2545F4914F6CDD1DULL;
 }
 
-int paired_gains(const double *candidate, const double *baseline, size_t n, bool higher_is_better,
-                 double *ret_gains) {
+int paired_gains(const double *candidate, const double *baseline, size_t n, bool higher_is_better, double *ret_gains) {
         assert(candidate);
         assert(baseline);
         assert(ret_gains);
@@ -55,7 +54,7 @@ int gains_effect(const double *gains, size_t n, PairedEffect *ret) {
 
         if (n < 1 || n > STATS_MAX_ROUNDS)
                 return -EINVAL;
-        *ret = (PairedEffect) { .rounds = (unsigned) n };
+        *ret = (PairedEffect){.rounds = (unsigned)n};
         for (size_t i = 0; i < n; i++) {
                 if (!isfinite(gains[i]))
                         return -EINVAL;
@@ -71,13 +70,12 @@ int gains_effect(const double *gains, size_t n, PairedEffect *ret) {
                 medians[b] = median_of(sample, n);
         }
         qsort(medians, STATS_BOOTSTRAP, sizeof(double), cmp_double);
-        ret->low = medians[(size_t) (0.025 * STATS_BOOTSTRAP)];
-        ret->high = medians[(size_t) (0.975 * STATS_BOOTSTRAP) - 1];
+        ret->low = medians[(size_t)(0.025 * STATS_BOOTSTRAP)];
+        ret->high = medians[(size_t)(0.975 * STATS_BOOTSTRAP) - 1];
         return 0;
 }
 
-int paired_effect(const double *candidate, const double *baseline, size_t n, bool higher_is_better,
-                  PairedEffect *ret) {
+int paired_effect(const double *candidate, const double *baseline, size_t n, bool higher_is_better, PairedEffect *ret) {
         double g[STATS_MAX_ROUNDS];
         int r = paired_gains(candidate, baseline, n, higher_is_better, g);
         return r < 0 ? r : gains_effect(g, n, ret);

@@ -19,16 +19,16 @@
 #define STATS_MAX_ROUNDS 64
 
 typedef struct PairedEffect {
-        double median;   /* median gain over the rounds, positive = better */
-        double low;      /* its 95% bootstrap interval */
+        double median; /* median gain over the rounds, positive = better */
+        double low;    /* its 95% bootstrap interval */
         double high;
         unsigned rounds;
-        unsigned favour; /* rounds with a gain above zero */
-        unsigned against;/* rounds with a gain below zero */
+        unsigned favour;  /* rounds with a gain above zero */
+        unsigned against; /* rounds with a gain below zero */
 } PairedEffect;
 
 typedef enum EffectVerdict {
-        EFFECT_TIE,      /* not every round agrees, or smaller than the minimum effect */
+        EFFECT_TIE, /* not every round agrees, or smaller than the minimum effect */
         EFFECT_BETTER,
         EFFECT_WORSE,
 } EffectVerdict;
@@ -36,15 +36,13 @@ typedef enum EffectVerdict {
 /* ret_gains[i] = the signed relative gain of candidate[i] over baseline[i];
  * 1 <= n <= STATS_MAX_ROUNDS, every baseline > 0; -EINVAL on bad input.
  * higher_is_better: IOPS; false for latency. */
-int paired_gains(const double *candidate, const double *baseline, size_t n, bool higher_is_better,
-                 double *ret_gains);
+int paired_gains(const double *candidate, const double *baseline, size_t n, bool higher_is_better, double *ret_gains);
 
 /* The median of n gains, its bootstrap interval and the sign counts. */
 int gains_effect(const double *gains, size_t n, PairedEffect *ret);
 
 /* paired_gains() then gains_effect(). */
-int paired_effect(const double *candidate, const double *baseline, size_t n, bool higher_is_better,
-                  PairedEffect *ret);
+int paired_effect(const double *candidate, const double *baseline, size_t n, bool higher_is_better, PairedEffect *ret);
 
 /* min_effect: the smallest relative change worth acting on (0.05 = 5%). */
 EffectVerdict effect_verdict(const PairedEffect *e, double min_effect);

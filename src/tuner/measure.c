@@ -29,7 +29,7 @@ const char *candidate_verdict_to_string(CandidateVerdict v) {
         static const char *const names[_CANDIDATE_VERDICT_MAX] = {
                 [CANDIDATE_BASELINE] = "baseline", [CANDIDATE_TIE] = "tie",       [CANDIDATE_BETTER] = "better",
                 [CANDIDATE_WORSE] = "worse",       [CANDIDATE_MIXED] = "mixed",   [CANDIDATE_FAILED] = "failed",
-                [CANDIDATE_WINNER] = "winner",
+                [CANDIDATE_SAME] = "same",         [CANDIDATE_WINNER] = "winner",
         };
         return v >= 0 && v < _CANDIDATE_VERDICT_MAX ? names[v] : "?";
 }
@@ -53,7 +53,7 @@ void measure_report_done(MeasureReport *r) {
                         free(k->candidates[c].note);
                 }
         }
-        *r = (MeasureReport) {};
+        *r = (MeasureReport){};
 }
 
 /* The schedulers the queue offers, from "[none] mq-deadline kyber". */
@@ -79,7 +79,7 @@ int measure_candidates(KnobId k, const Device *d, char ***ret) {
         case KNOB_SCHEDULER:
                 /* bfq is left out: it trades throughput for fairness between processes,
                  * which a one-process load cannot show. */
-                for (const char *const *s = (const char *const[]) { "none", "mq-deadline", "kyber", NULL }; *s; s++)
+                for (const char *const *s = (const char *const[]){"none", "mq-deadline", "kyber", NULL}; *s; s++)
                         if (scheduler_offered(d, *s) && (r = strv_extend(&l, *s)) < 0)
                                 return r;
                 break;
@@ -173,7 +173,7 @@ static void judge(const MeasureOptions *o, KnobTrial *kt, unsigned rounds) {
                 double combined[MEASURE_MAX_ROUNDS] = {}, g[MEASURE_MAX_ROUNDS];
                 bool worse = false;
 
-                if (cd->verdict == CANDIDATE_FAILED)
+                if (cd->verdict == CANDIDATE_FAILED || cd->verdict == CANDIDATE_SAME)
                         continue;
                 for (size_t q = 0; q < o->n_depths && cd->verdict != CANDIDATE_FAILED; q++) {
                         DepthResult *dr = &cd->depth[q];
@@ -191,7 +191,7 @@ static void judge(const MeasureOptions *o, KnobTrial *kt, unsigned rounds) {
                                 *v = effect_verdict(e, o->min_effect);
                                 worse = worse || *v == EFFECT_WORSE;
                                 for (unsigned i = 0; i < rounds; i++)
-                                        combined[i] += g[i] / (2.0 * (double) o->n_depths);
+                                        combined[i] += g[i] / (2.0 * (double)o->n_depths);
                         }
                 }
                 if (cd->verdict == CANDIDATE_FAILED || gains_effect(combined, rounds, &cd->combined) < 0)
@@ -222,7 +222,7 @@ static int add_candidate(KnobTrial *kt, const char *value) {
         if (kt->n == MEASURE_MAX_CANDIDATES)
                 return 0;
         Candidate *c = &kt->candidates[kt->n];
-        *c = (Candidate) { .value = strdup(value), .verdict = kt->n == 0 ? CANDIDATE_BASELINE : CANDIDATE_TIE };
+        *c = (Candidate){.value = strdup(value), .verdict = kt->n == 0 ? CANDIDATE_BASELINE : CANDIDATE_TIE};
         if (!c->value)
                 return -ENOMEM;
         for (size_t q = 0; q < MEASURE_MAX_DEPTHS; q++)
@@ -282,12 +282,11 @@ static int prepare_trials(const DevicePlan *plan, const Device *d, const Measure
         return 0;
 }
 
-static uint64_t estimate_left(const MeasureReport *r, const MeasureOptions *o, size_t from_trial,
-                              unsigned from_round) {
+static uint64_t estimate_left(const MeasureReport *r, const MeasureOptions *o, size_t from_trial, unsigned from_round) {
         uint64_t n = 0;
         for (size_t i = from_trial; i < r->n_trials; i++)
                 if (!r->trials[i].skipped)
-                        n += (uint64_t) r->trials[i].n * (o->rounds - (i == from_trial ? from_round : 0));
+                        n += (uint64_t)r->trials[i].n * (o->rounds - (i == from_trial ? from_round : 0));
         return n * trial_usec(o);
 }
 
@@ -310,7 +309,7 @@ static int measure_knob(Tuner *t, const char *name, const ProbeDisk *pd, const M
                         char *values[_KNOB_MAX];
                         _cleanup_free_ char *observed = NULL, *note = NULL;
 
-                        if (cd->verdict == CANDIDATE_FAILED)
+                        if (cd->verdict == CANDIDATE_FAILED || cd->verdict == CANDIDATE_SAME)
                                 continue;
                         if (o->stop && *o->stop)
                                 return -EINTR;
@@ -334,15 +333,15 @@ static int measure_knob(Tuner *t, const char *name, const ProbeDisk *pd, const M
                         if (!cd->observed) {
                                 /* The first round: a value the kernel resolves to another
                                  * candidate's ("max" is 64 here) is measured once. */
-                                for (size_t o2 = 0; o2 < kt->n; o2++)
-                                        if (o2 != c && kt->candidates[o2].observed &&
-                                            streq(kt->candidates[o2].observed, observed) && c != 0) {
-                                                cd->verdict = CANDIDATE_FAILED;
-                                                (void) asprintf_safe(&cd->note, "the kernel makes it %s, as %s",
-                                                                     observed, kt->candidates[o2].value);
+                                for (size_t o2 = 0; o2 < kt->n && cd->verdict != CANDIDATE_SAME; o2++)
+                                        if (o2 != c && c != 0 && kt->candidates[o2].observed &&
+                                            streq(kt->candidates[o2].observed, observed)) {
+                                                cd->verdict = CANDIDATE_SAME;
+                                                (void)asprintf_safe(&cd->note, "the kernel makes it %s, as %s",
+                                                                    observed, kt->candidates[o2].value);
                                         }
                                 cd->observed = TAKE_PTR(observed);
-                                if (cd->verdict == CANDIDATE_FAILED)
+                                if (cd->verdict == CANDIDATE_SAME)
                                         continue;
                         }
                         for (size_t d = 0; d < o->n_depths; d++) {
@@ -361,16 +360,17 @@ static int measure_knob(Tuner *t, const char *name, const ProbeDisk *pd, const M
                                 int io_error = 0;
 
                                 if (o->progress)
-                                        o->progress(&(MeasureProgress) {
-                                                            .disk = name,
-                                                            .knob = knob_get(k)->name,
-                                                            .candidate = cd->value,
-                                                            .round = round + 1,
-                                                            .rounds = o->rounds,
-                                                            .depth = o->depths[d],
-                                                            .left_usec = estimate_left(r, o, ti, round),
-                                                    },
-                                                    o->userdata);
+                                        o->progress(
+                                                &(MeasureProgress){
+                                                        .disk = name,
+                                                        .knob = knob_get(k)->name,
+                                                        .candidate = cd->value,
+                                                        .round = round + 1,
+                                                        .rounds = o->rounds,
+                                                        .depth = o->depths[d],
+                                                        .left_usec = estimate_left(r, o, ti, round),
+                                                },
+                                                o->userdata);
                                 q = io_probe_run(pd, &spec, o->stop, &res, &io_error);
                                 if (q < 0) {
                                         if (q == -EIO)
@@ -379,7 +379,7 @@ static int measure_knob(Tuner *t, const char *name, const ProbeDisk *pd, const M
                                         return q;
                                 }
                                 cd->depth[d].iops[round] = res.iops;
-                                cd->depth[d].p99_usec[round] = (double) hist_percentile(&res.latency, 99) / 1000.0;
+                                cd->depth[d].p99_usec[round] = (double)hist_percentile(&res.latency, 99) / 1000.0;
                                 hist_merge(&cd->depth[d].latency, &res.latency);
                         }
                 }
@@ -404,7 +404,7 @@ int tuner_measure(Tuner *t, const Config *c, const char *name, const MeasureOpti
         int targets[_KNOB_MAX];
         DeviceList l = {};
         Plan plan = {};
-        ProbeDisk pd = { .fd = -1 };
+        ProbeDisk pd = {.fd = -1};
         const char *bad = NULL;
         bool held = false;
         int q;
@@ -419,7 +419,7 @@ int tuner_measure(Tuner *t, const Config *c, const char *name, const MeasureOpti
         assert(o->rounds >= 1 && o->rounds <= MEASURE_MAX_ROUNDS);
 
         *ret_why = NULL;
-        *r = (MeasureReport) { .disk = strdup(name) };
+        *r = (MeasureReport){.disk = strdup(name)};
         if (!r->disk || strv_extend(&names, name) < 0)
                 return -ENOMEM;
         q = tuner_lookup(t, names, &l, &bad);
@@ -461,7 +461,7 @@ int tuner_measure(Tuner *t, const Config *c, const char *name, const MeasureOpti
         BlockStat a, b;
         q = blockstat_read(d->syspath, &a);
         if (q >= 0) {
-                (void) usleep(BUSY_SAMPLE_USEC);
+                (void)usleep(BUSY_SAMPLE_USEC);
                 q = blockstat_read(d->syspath, &b);
         }
         if (q >= 0)
@@ -480,7 +480,8 @@ int tuner_measure(Tuner *t, const Config *c, const char *name, const MeasureOpti
                 *ret_why = "cannot open it for O_DIRECT reads";
                 goto out;
         }
-        ProbeSpec check = { .block_size = o->block_size, .depth = o->depths[0], .offset = o->offset, .length = o->length };
+        ProbeSpec check = {
+                .block_size = o->block_size, .depth = o->depths[0], .offset = o->offset, .length = o->length};
         q = io_probe_check(&pd, &check, ret_why);
         if (q < 0)
                 goto out;
@@ -505,8 +506,7 @@ out:
                 /* Back to where the disk was, through the same path; then the daemon may look again. */
                 int rq = apply_values(t, name, start, _KNOB_INVALID, NULL, NULL);
                 if (rq < 0)
-                        (void) asprintf_safe(&r->restore_error, "putting the values back failed: %s",
-                                             strerror(-rq));
+                        (void)asprintf_safe(&r->restore_error, "putting the values back failed: %s", strerror(-rq));
                 rq = hold_release(t->hold_dir, name);
                 if (rq < 0)
                         log_warning_errno(rq, "Cannot remove the hold of %s: %m (it expires by itself)", name);

@@ -24,18 +24,18 @@
 
 /* The knobs measured, in this order (the scheduler first: switching it resets
  * nr_requests). */
-#define MEASURE_KNOBS                                                                          \
-        (KNOB_MASK(KNOB_SCHEDULER) | KNOB_MASK(KNOB_NR_REQUESTS) | KNOB_MASK(KNOB_RQ_AFFINITY) | \
+#define MEASURE_KNOBS                                                                                                  \
+        (KNOB_MASK(KNOB_SCHEDULER) | KNOB_MASK(KNOB_NR_REQUESTS) | KNOB_MASK(KNOB_RQ_AFFINITY) |                       \
          KNOB_MASK(KNOB_NOMERGES) | KNOB_MASK(KNOB_WBT_LAT_USEC))
 
 typedef struct MeasureProgress {
         const char *disk;
         const char *knob;
         const char *candidate;
-        unsigned round;          /* 1-based */
+        unsigned round; /* 1-based */
         unsigned rounds;
         unsigned depth;
-        uint64_t left_usec;      /* estimated time left for this disk */
+        uint64_t left_usec; /* estimated time left for this disk */
 } MeasureProgress;
 
 typedef struct MeasureOptions {
@@ -57,32 +57,33 @@ typedef struct MeasureOptions {
 } MeasureOptions;
 
 typedef struct DepthResult {
-        Histogram latency;               /* every round's counted reads */
+        Histogram latency; /* every round's counted reads */
         double iops[MEASURE_MAX_ROUNDS];
         double p99_usec[MEASURE_MAX_ROUNDS];
-        PairedEffect iops_effect;        /* against the baseline; zero for the baseline */
+        PairedEffect iops_effect; /* against the baseline; zero for the baseline */
         PairedEffect p99_effect;
         EffectVerdict iops_verdict, p99_verdict;
 } DepthResult;
 
 typedef enum CandidateVerdict {
-        CANDIDATE_BASELINE,   /* the profile's value (or the current one where the profile sets none) */
+        CANDIDATE_BASELINE, /* the profile's value (or the current one where the profile sets none) */
         CANDIDATE_TIE,
         CANDIDATE_BETTER,
         CANDIDATE_WORSE,
-        CANDIDATE_MIXED,      /* better on one measure, worse on another: kept out */
-        CANDIDATE_FAILED,     /* the kernel refused it, or it resolved to another candidate */
-        CANDIDATE_WINNER,     /* better, and the best of the better ones */
+        CANDIDATE_MIXED,  /* better on one measure, worse on another: kept out */
+        CANDIDATE_FAILED, /* the kernel refused it */
+        CANDIDATE_SAME,   /* the kernel resolves it to another candidate's value: measured once */
+        CANDIDATE_WINNER, /* better, and the best of the better ones */
         _CANDIDATE_VERDICT_MAX,
 } CandidateVerdict;
 
 const char *candidate_verdict_to_string(CandidateVerdict v);
 
 typedef struct Candidate {
-        char *value;             /* canonical: "none", "max", "2" */
-        char *observed;          /* what the kernel read back under it */
+        char *value;    /* canonical: "none", "max", "2" */
+        char *observed; /* what the kernel read back under it */
         CandidateVerdict verdict;
-        char *note;              /* why failed */
+        char *note; /* why failed */
         /* Each round's gain averaged over every measure (IOPS and p99 at each depth):
          * the one test a candidate must pass; the measures' own verdicts only keep
          * out a candidate that is worse on one of them ("mixed"). */
@@ -92,24 +93,24 @@ typedef struct Candidate {
 
 typedef struct KnobTrial {
         KnobId knob;
-        char *from;              /* where the baseline came from: "profile latency", "current value" */
-        Candidate candidates[MEASURE_MAX_CANDIDATES];  /* [0] is the baseline */
+        char *from; /* where the baseline came from: "profile latency", "current value" */
+        Candidate candidates[MEASURE_MAX_CANDIDATES]; /* [0] is the baseline */
         size_t n;
-        size_t chosen;           /* the winner, or 0 */
-        char *skipped;           /* why the knob was not measured, or NULL */
+        size_t chosen; /* the winner, or 0 */
+        char *skipped; /* why the knob was not measured, or NULL */
 } KnobTrial;
 
 typedef struct MeasureReport {
         char *disk;
         char *model, *serial;
-        char *profile;           /* the disk's profile */
-        char *rule;              /* the rule that chose it */
-        bool pinned;             /* IOTUNED_PROFILE chose it: a rule's set: would not apply */
-        BlockLoad load;          /* before: the busy check */
+        char *profile;  /* the disk's profile */
+        char *rule;     /* the rule that chose it */
+        bool pinned;    /* IOTUNED_PROFILE chose it: a rule's set: would not apply */
+        BlockLoad load; /* before: the busy check */
         unsigned rounds_done;
         KnobTrial trials[_KNOB_MAX];
         size_t n_trials;
-        char *restore_error;     /* what could not be put back, NULL when all was */
+        char *restore_error; /* what could not be put back, NULL when all was */
         bool interrupted;
 } MeasureReport;
 

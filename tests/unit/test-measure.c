@@ -14,7 +14,7 @@
 #include "tmpdir.h"
 
 static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
         return (x > y) - (x < y);
 }
 
@@ -43,14 +43,14 @@ TEST(percentiles_within_the_bucket_width_of_the_exact_ones) {
         for (size_t i = 0; i < ELEMENTSOF(v); i++) {
                 state = state * 6364136223846793005ULL + 1442695040888963407ULL;
                 /* log-uniform from 1 us to 10 ms, a latency-like spread */
-                v[i] = (uint64_t) (1000.0 * pow(10, (double) (state >> 11) / (double) (1ULL << 53) * 4));
+                v[i] = (uint64_t)(1000.0 * pow(10, (double)(state >> 11) / (double)(1ULL << 53) * 4));
                 hist_record(&h, v[i]);
         }
         qsort(v, ELEMENTSOF(v), sizeof(uint64_t), cmp_u64);
-        const double ps[] = { 1, 50, 90, 99, 99.9, 100 };
+        const double ps[] = {1, 50, 90, 99, 99.9, 100};
         for (size_t i = 0; i < ELEMENTSOF(ps); i++) {
-                size_t rank = (size_t) ceil(ps[i] / 100.0 * ELEMENTSOF(v));
-                double exact = (double) v[rank - 1], got = (double) hist_percentile(&h, ps[i]);
+                size_t rank = (size_t)ceil(ps[i] / 100.0 * ELEMENTSOF(v));
+                double exact = (double)v[rank - 1], got = (double)hist_percentile(&h, ps[i]);
                 if (fabs(got - exact) / exact > 1.0 / HIST_SUB) {
                         fprintf(stderr, "# p%g: exact %.0f, histogram %.0f\n", ps[i], exact, got);
                         ASSERT_TRUE(false);
@@ -78,9 +78,9 @@ TEST(merge_adds_counts_and_extremes) {
 }
 
 TEST(a_candidate_wins_only_when_every_round_favours_it) {
-        const double base[] = { 100, 102, 98, 101, 99, 100, 103 };
-        const double faster[] = { 150, 149, 148, 155, 151, 149, 152 };
-        const double one_loss[] = { 150, 149, 97, 155, 151, 149, 152 };
+        const double base[] = {100, 102, 98, 101, 99, 100, 103};
+        const double faster[] = {150, 149, 148, 155, 151, 149, 152};
+        const double one_loss[] = {150, 149, 97, 155, 151, 149, 152};
         PairedEffect e;
 
         ASSERT_INT_EQ(paired_effect(faster, base, 7, true, &e), 0);
@@ -96,7 +96,7 @@ TEST(a_candidate_wins_only_when_every_round_favours_it) {
         ASSERT_INT_EQ(paired_effect(faster, base, 7, false, &e), 0);
         ASSERT_INT_EQ(effect_verdict(&e, 0.05), EFFECT_WORSE);
         /* every round better, but by less than the minimum effect: a tie */
-        const double slightly[] = { 101, 103, 99, 102, 100, 101, 104 };
+        const double slightly[] = {101, 103, 99, 102, 100, 101, 104};
         ASSERT_INT_EQ(paired_effect(slightly, base, 7, true, &e), 0);
         ASSERT_INT_EQ(e.favour, 7);
         ASSERT_INT_EQ(effect_verdict(&e, 0.05), EFFECT_TIE);
@@ -104,8 +104,8 @@ TEST(a_candidate_wins_only_when_every_round_favours_it) {
 }
 
 TEST(the_statistic_is_reproducible_and_refuses_bad_samples) {
-        const double base[] = { 100, 90, 110, 95, 105 }, cand[] = { 120, 85, 130, 99, 104 };
-        const double zero[] = { 100, 0, 110, 95, 105 }, nan_[] = { 100, NAN, 110, 95, 105 };
+        const double base[] = {100, 90, 110, 95, 105}, cand[] = {120, 85, 130, 99, 104};
+        const double zero[] = {100, 0, 110, 95, 105}, nan_[] = {100, NAN, 110, 95, 105};
         PairedEffect a, b;
 
         ASSERT_INT_EQ(paired_effect(cand, base, 5, true, &a), 0);
@@ -195,7 +195,7 @@ TEST(a_hold_file_that_cannot_be_trusted_is_not_honoured) {
         ASSERT_INT_EQ(hold_check(dir, "sdc", now, &h), -EBADMSG);
         tmpdir_write(dir, "sdd", "pid=0\nuntil_usec=12\n");
         ASSERT_INT_EQ(hold_check(dir, "sdd", now, &h), -EBADMSG);
-        (void) snprintf(text, sizeof(text), "pid=1\npid=1\nuntil_usec=%llu\n", (unsigned long long) now + 1);
+        (void)snprintf(text, sizeof(text), "pid=1\npid=1\nuntil_usec=%llu\n", (unsigned long long)now + 1);
         tmpdir_write(dir, "sde", text);
         ASSERT_INT_EQ(hold_check(dir, "sde", now, &h), -EBADMSG);
         /* a FIFO does not block the daemon */

@@ -21,7 +21,7 @@ PLOT=/run/iotvm-plot
 # seeds' incident: 2x IOPS on QEMU's NVMe under TCG, measured with fio); at QD1
 # QEMU's NVMe emulation hides the scheduler's cost in its own. 5 rounds: the
 # sign test at p = 1/32.
-TUNE_ARGS=(--knobs scheduler --rounds 5 --depths 32 --runtime 1s --warmup 100ms)
+TUNE_ARGS=(--rounds 5 --depths 32 --runtime 1s --warmup 100ms)
 
 knob() { # DISK KNOB
 	if [[ $2 == scheduler ]]; then sched_of "$1"; else cat "/sys/block/$1/queue/$2"; fi
@@ -45,7 +45,19 @@ nvme_disk() { disk_by_serial nv0; }
 
 scenario_setup() {
 	assert_ok modprobe null_blk nr_devices=1 queue_mode=2
+	# A second null_blk disk through configfs, with a fixed 5 ms completion
+	# (a timer): IOPS follow the reads in flight, so nr_requests 4 against the
+	# 64 tags is a known 4x loss at QD32 (tight: the CPU is not the limit).
+	local nb=/sys/kernel/config/nullb/lat
+	mkdir -p "$nb" || fail "cannot create $nb (null_blk configfs)"
+	echo 2 >"$nb/irqmode"
+	echo 5000000 >"$nb/completion_nsec"
+	echo 64 >"$nb/hw_queue_depth"
+	echo 2 >"$nb/queue_mode"
+	echo 64 >"$nb/size" # MiB
+	echo 1 >"$nb/power"
 	assert_ok udevadm settle --timeout=60
+	[[ -e /sys/block/nullb1 ]] || fail "the configfs null_blk disk is not nullb1"
 	command -v iotuned >/dev/null || fail "iotuned is not installed in the guest"
 	local nv
 	nv=$(nvme_disk)
@@ -57,55 +69,65 @@ scenario_setup() {
 	cat >"$DROPIN_DIR/50-tune-test.yaml" <<-'YAML'
 		reassert: { interval: 1s }
 		rules:
+		  - { name: tune-test-lat, match: { kernel: nullb1 }, profile: shallow }
 		  - { name: tune-test, match: { kernel: "nullb*" }, profile: mixed }
 		  - { name: tune-test-nvme, match: { serial: nv0 }, profile: mixed }
 	YAML
+	mkdir -p "$CONF/profiles"
+	printf 'extends: latency\nqueue: { nr_requests: 4 }\n' >"$CONF/profiles/shallow.yaml"
 	assert_ok systemctl start iotuned.service
 	assert_sched nullb0 mq-deadline
 	assert_sched "$nv" mq-deadline
+	assert_file_eq /sys/block/nullb1/queue/nr_requests 4
 }
 
 # One disk, five runs: the winner each time, every value back, no drift logged.
-five_runs() { # DISK
-	local d=$1 run before after json chosen drifts0
+five_runs() { # DISK KNOB BASELINE WINNER TUNE-ARGS...
+	local d=$1 k=$2 base=$3 want=$4 run before after json chosen drifts0
+	shift 4
 	drifts0=$(drift_events "$d")
 	for run in 1 2 3 4 5; do
 		before=$(knobs_of "$d")
-		json=$(iotunectl tune "$d" "${TUNE_ARGS[@]}" --json) || fail "tune $d (run $run) failed: $json"
+		json=$(iotunectl tune "$d" --knobs "$k" "$@" --json) || fail "tune $d (run $run) failed: $json"
 		after=$(knobs_of "$d")
 		chosen=$(printf '%s' "$json" | "$IOTVM_PY" -c 'import json,sys
 d = json.load(sys.stdin)["devices"][0]
 assert d["restored"] is True and d["interrupted"] is False, d
 k = d["knobs"][0]
-assert k["knob"] == "scheduler" and k["candidates"][0]["value"] == "mq-deadline", k
+assert k["knob"] == sys.argv[1] and k["candidates"][0]["value"] == sys.argv[2], k
 med = lambda v: sorted(v)[len(v) // 2]
 cands = []
 for c in k["candidates"]:
     g = c.get("gain") or {}
-    per = " ".join("QD%d %.0f IOPS p99 %.0fus" % (x["depth"], med(x["iops_per_round"]), x["p99_usec"]) for x in c["depths"])
+    per = " ".join("QD%d %.0f IOPS (rounds %s) p99 %.0fus" % (x["depth"], med(x["iops_per_round"]),
+                   "/".join("%.0f" % v for v in x["iops_per_round"]), x["p99_usec"]) for x in c["depths"])
     cands.append("%s=%s [%s%s]" % (c["value"], c["verdict"], per,
                  "; gain %+.0f%% in %d/%d rounds" % (100 * g["median"], g["rounds_favouring"], d["rounds"]) if g else ""))
-print(k["chosen"], "; ".join(cands))')
-		note "run $run: $d: chosen ${chosen}"
-		[[ $chosen == "none "* ]] || fail "run $run: tune chose '${chosen%% *}' for $d, not none"
+print(k["chosen"], "; ".join(cands))' "$k" "$base")
+		note "run $run: $d $k: chosen ${chosen}"
+		[[ $chosen == "$want "* ]] || fail "run $run: tune chose '${chosen%% *}' for $d $k, not $want"
 		assert_eq "$before" "$after" "$d knobs after run $run"
 		[[ ! -e /run/iotuned/hold/$d ]] || fail "the hold of $d is still there after run $run"
 	done
 	# The daemon (reassert every 1 s) left the disk alone while tune held it.
 	assert_eq "$drifts0" "$(drift_events "$d")" "drift events for $d during the runs"
-	ijournal DEVICE="$d" -o cat | grep -q "$d: held by iotunectl tune" ||
-		ijournal -o cat | grep -q "$d: held by iotunectl tune" || fail "the daemon did not log the hold of $d"
-	note "ok: 5/5 picked none on $d; every value back after each run; no drift logged meanwhile"
+	ijournal -o cat | grep -q "$d: held by iotunectl tune" || fail "the daemon did not log the hold of $d"
+	note "ok: 5/5 picked $k $want on $d; every value back after each run; no drift logged meanwhile"
 }
 
 check_null_blk_picks_none_5_of_5() {
-	five_runs nullb0
+	five_runs nullb0 scheduler mq-deadline none "${TUNE_ARGS[@]}"
+}
+
+check_null_blk_5ms_picks_deep_nr_requests_5_of_5() {
+	# candidates 4 (the profile's), 64 and max (64 here: measured once)
+	five_runs nullb1 nr_requests 4 64 --rounds 5 --depths 32 --runtime 500ms --warmup 100ms
 }
 
 check_nvme_picks_none_5_of_5_and_never_writes() {
 	local nv
 	nv=$(nvme_disk)
-	five_runs "$nv"
+	five_runs "$nv" scheduler mq-deadline none "${TUNE_ARGS[@]}"
 	assert_eq "$(cat /run/iotvm-nvme.sha256)" "$(sha256sum <"/dev/$nv" | cut -d' ' -f1)" "checksum of /dev/$nv"
 	note "ok: /dev/$nv reads back the same sha256 as before the 5 runs"
 }
@@ -113,7 +135,7 @@ check_nvme_picks_none_5_of_5_and_never_writes() {
 check_table_plot_and_no_dropin_without_write() {
 	local nv out
 	nv=$(nvme_disk)
-	out=$(iotunectl tune "$nv" "${TUNE_ARGS[@]}" --plot "$PLOT") || fail "tune $nv failed: $out"
+	out=$(iotunectl tune "$nv" --knobs scheduler "${TUNE_ARGS[@]}" --plot "$PLOT") || fail "tune $nv failed: $out"
 	printf '%s\n' "$out" | sed 's/^/    | /'
 	[[ $out == *"-> scheduler: none wins beyond the noise"* ]] || fail "no winner line in the table"
 	[[ $out == *"proposed drop-in (not written; --write writes it)"* ]] || fail "no proposal shown"
@@ -132,7 +154,7 @@ assert len(lines) >= 2, len(lines)  # one curve per candidate
 check_write_then_reload_applies_the_rule() {
 	local nv out
 	nv=$(nvme_disk)
-	out=$(iotunectl tune "$nv" "${TUNE_ARGS[@]}" --write) || fail "tune --write failed: $out"
+	out=$(iotunectl tune "$nv" --knobs scheduler "${TUNE_ARGS[@]}" --write) || fail "tune --write failed: $out"
 	assert_exists "$DROPIN_DIR/60-measured-nv0.yaml"
 	sed 's/^/    | /' "$DROPIN_DIR/60-measured-nv0.yaml"
 	assert_ok iotunectl check-config
@@ -171,7 +193,7 @@ check_busy_disk_is_refused() {
 	# shellcheck disable=SC2064 # this pid, now
 	trap "kill $pid 2>/dev/null || true" EXIT
 	sleep 2
-	out=$(iotunectl tune nullb0 "${TUNE_ARGS[@]}" 2>&1) || rc=$?
+	out=$(iotunectl tune nullb0 --knobs scheduler "${TUNE_ARGS[@]}" 2>&1) || rc=$?
 	kill "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 	note "$out"

@@ -151,10 +151,10 @@ static const VerbHelp verbs[] = {
           "apply (originals recorded first); under each, O_DIRECT random reads through\n"
           "io_uring run at each queue depth (never a write: the disk is opened\n"
           "read-only). Candidates alternate within each round (ABAB), and one replaces\n"
-          "the profile's value only when it wins every round (a sign test: 7 rounds is\n"
-          "p = 0.008) on its gain averaged over IOPS and p99 at each depth, that gain's\n"
-          "median is at least --min-effect, and no single measure is worse in every\n"
-          "round; ties keep the profile's value. Every value is put back\n"
+          "the profile's value only when the rounds favouring it (its gain averaged over\n"
+          "IOPS and p99 at each depth) pass a one-sided sign test at --alpha (7 of 7\n"
+          "rounds: p = 0.008), that gain's median is at least --min-effect, and no single\n"
+          "measure is worse likewise; ties keep the profile's value. Every value is put back\n"
           "at the end, also on Ctrl-C or SIGTERM, and iotuned leaves the disk alone\n"
           "meanwhile (" IOTUNED_RUN_DIR "/hold). A disk busier than --busy is refused\n"
           "unless --force. The winners are proposed as a drop-in,\n"
@@ -171,6 +171,7 @@ static const VerbHelp verbs[] = {
           "  --range OFFSET:LEN    read only this byte range (default: the whole disk)\n"
           "  --hipri               polled reads (IORING_SETUP_IOPOLL); needs poll queues\n"
           "  --min-effect PCT      smallest gain acted on (default 5)\n"
+          "  --alpha P             the sign test's level (default 0.01)\n"
           "  --busy PCT            refuse a disk busier than this (default 5)\n"
           "  --force               measure a busy disk anyway\n"
           "  --write               write the proposed drop-in\n"
@@ -209,6 +210,7 @@ enum {
         ARG_RANGE,
         ARG_HIPRI,
         ARG_MIN_EFFECT,
+        ARG_ALPHA,
         ARG_BUSY,
         ARG_FORCE,
         ARG_WRITE,
@@ -235,6 +237,7 @@ int main(int argc, char *argv[]) {
                 { "range", required_argument, NULL, ARG_RANGE },
                 { "hipri", no_argument, NULL, ARG_HIPRI },
                 { "min-effect", required_argument, NULL, ARG_MIN_EFFECT },
+                { "alpha", required_argument, NULL, ARG_ALPHA },
                 { "busy", required_argument, NULL, ARG_BUSY },
                 { "force", no_argument, NULL, ARG_FORCE },
                 { "write", no_argument, NULL, ARG_WRITE },
@@ -309,6 +312,9 @@ int main(int argc, char *argv[]) {
                 case ARG_MIN_EFFECT:
                         cli.tune.min_effect = optarg;
                         break;
+                case ARG_ALPHA:
+                        cli.tune.alpha = optarg;
+                        break;
                 case ARG_BUSY:
                         cli.tune.busy = optarg;
                         break;
@@ -356,7 +362,7 @@ int main(int argc, char *argv[]) {
 
         if (!streq(verb, "tune") && cli_tune_args_given(&cli.tune)) {
                 log_error("The options --knobs, --depths, --block-size, --rounds, --runtime, --warmup, --range, "
-                          "--hipri, --min-effect, --busy, --force, --write and --plot belong to 'tune'.");
+                          "--hipri, --min-effect, --alpha, --busy, --force, --write and --plot belong to 'tune'.");
                 return EXIT_USAGE;
         }
         if (cli_init(&cli) < 0)

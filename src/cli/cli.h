@@ -24,7 +24,7 @@ enum {
 
 /* tune's options as given (cli_tune() checks them). */
 typedef struct TuneArgs {
-        const char *knobs, *depths, *block_size, *rounds, *runtime, *warmup, *range, *min_effect, *busy, *plot;
+        const char *knobs, *depths, *block_size, *rounds, *runtime, *warmup, *range, *min_effect, *alpha, *busy, *plot;
         bool hipri, force, write;
 } TuneArgs;
 

@@ -33,7 +33,7 @@ static void on_stop_signal(int sig) {
 bool cli_tune_args_given(const TuneArgs *a) {
         assert(a);
         return a->knobs || a->depths || a->block_size || a->rounds || a->runtime || a->warmup || a->range ||
-               a->min_effect || a->busy || a->plot || a->hipri || a->force || a->write;
+               a->min_effect || a->alpha || a->busy || a->plot || a->hipri || a->force || a->write;
 }
 
 static int bad_option(const char *option, const char *value, const char *expected) {
@@ -115,6 +115,7 @@ static int parse_options(const TuneArgs *a, MeasureOptions *o) {
                 .runtime_usec = 1000000,
                 .warmup_usec = 200000,
                 .min_effect = 0.05,
+                .alpha = 0.01,
                 .knobs = MEASURE_KNOBS,
                 .busy_utilisation = 0.05,
                 .force = a->force,
@@ -132,7 +133,7 @@ static int parse_options(const TuneArgs *a, MeasureOptions *o) {
         }
         if (a->rounds && (safe_atou(a->rounds, &o->rounds) < 0 || o->rounds < 3 || o->rounds > MEASURE_MAX_ROUNDS))
                 return bad_option("--rounds", a->rounds,
-                                  "expected 3 to 32 rounds (a candidate must win every round: 7 rounds is p = 0.008)");
+                                  "expected 3 to 32 rounds");
         if (a->runtime && (r = parse_duration("--runtime", a->runtime, 100000, 600000000, &o->runtime_usec)) < 0)
                 return r;
         if (a->warmup && (r = parse_duration("--warmup", a->warmup, 0, 60000000, &o->warmup_usec)) < 0)
@@ -148,6 +149,19 @@ static int parse_options(const TuneArgs *a, MeasureOptions *o) {
                 return r;
         if (a->busy && (r = parse_percent("--busy", a->busy, 0, 100, &o->busy_utilisation)) < 0)
                 return r;
+        if (a->alpha) {
+                char *end;
+                errno = 0;
+                o->alpha = strtod(a->alpha, &end);
+                if (errno || end == a->alpha || *end || !(o->alpha > 0 && o->alpha <= 0.2))
+                        return bad_option("--alpha", a->alpha, "expected a significance level above 0, at most 0.2, e.g. 0.01");
+        }
+        if (sign_test_p(o->rounds, o->rounds) > o->alpha) {
+                log_error("--rounds %u cannot reach --alpha %g: even %u of %u rounds favouring a candidate has p = %.3g. "
+                          "Give more rounds.",
+                          o->rounds, o->alpha, o->rounds, o->rounds, sign_test_p(o->rounds, o->rounds));
+                return -EINVAL;
+        }
         return 0;
 }
 
@@ -424,7 +438,7 @@ static int proposal(Cli *c, const MeasureReport *r, const MeasureOptions *o, cha
         for (size_t q = 0; q < o->n_depths; q++)
                 fprintf(f, "%s %u", q ? "," : "", o->depths[q]);
         fprintf(f,
-                ", %u rounds of %.1f s; a value is\n# changed only when it won every round, by at least "
+                ", %u rounds of %.1f s; a value is\n# changed only when it won the rounds beyond chance, by at least "
                 "%.0f%% (median over IOPS and p99), worse on none.\n",
                 o->rounds, (double)o->runtime_usec / 1e6, o->min_effect * 100);
         if (streq(key, "kernel"))

@@ -81,12 +81,26 @@ int paired_effect(const double *candidate, const double *baseline, size_t n, boo
         return r < 0 ? r : gains_effect(g, n, ret);
 }
 
-EffectVerdict effect_verdict(const PairedEffect *e, double min_effect) {
+double sign_test_p(unsigned k, unsigned n) {
+        double c = 1, p = 0; /* c = C(n, i) */
+
+        assert(n > 0 && n <= STATS_MAX_ROUNDS);
+        for (unsigned i = 0; i <= n; i++) {
+                if (i >= k)
+                        p += c;
+                c = c * (double) (n - i) / (double) (i + 1);
+        }
+        return p / ldexp(1.0, (int) n);
+}
+
+EffectVerdict effect_verdict(const PairedEffect *e, double min_effect, double alpha) {
         assert(e);
 
-        if (e->rounds > 0 && e->favour == e->rounds && e->median >= min_effect)
+        if (e->rounds == 0)
+                return EFFECT_TIE;
+        if (sign_test_p(e->favour, e->rounds) <= alpha && e->median >= min_effect)
                 return EFFECT_BETTER;
-        if (e->rounds > 0 && e->against == e->rounds && e->median <= -min_effect)
+        if (sign_test_p(e->against, e->rounds) <= alpha && e->median <= -min_effect)
                 return EFFECT_WORSE;
         return EFFECT_TIE;
 }

@@ -10,10 +10,11 @@
  * order, so each round gives one paired relative gain
  *     g_r = (candidate_r - baseline_r) / baseline_r
  * signed so that positive is better (more IOPS, lower latency). A candidate is
- * better only when every round favours it - an exact one-sided sign test, p =
- * 2^-rounds under "no difference" (7 rounds: p = 0.008) - and the median gain
- * is at least the minimum effect; worse likewise. The median's 95% interval,
- * a percentile bootstrap (STATS_BOOTSTRAP resamples of the rounds, fixed seed:
+ * better when the rounds favouring it are too many for chance - an exact
+ * one-sided sign test, P(at least that many of n rounds | no difference) <=
+ * alpha (7 of 7 rounds: 0.008; 6 of 7: 0.0625) - and the median gain is at
+ * least the minimum effect; worse likewise. The median's 95% interval, a
+ * percentile bootstrap (STATS_BOOTSTRAP resamples of the rounds, fixed seed:
  * the same samples give the same numbers), is reported beside it. */
 #define STATS_BOOTSTRAP 4000
 #define STATS_MAX_ROUNDS 64
@@ -28,7 +29,7 @@ typedef struct PairedEffect {
 } PairedEffect;
 
 typedef enum EffectVerdict {
-        EFFECT_TIE, /* not every round agrees, or smaller than the minimum effect */
+        EFFECT_TIE, /* the rounds could agree by chance, or the effect is below the minimum */
         EFFECT_BETTER,
         EFFECT_WORSE,
 } EffectVerdict;
@@ -44,8 +45,12 @@ int gains_effect(const double *gains, size_t n, PairedEffect *ret);
 /* paired_gains() then gains_effect(). */
 int paired_effect(const double *candidate, const double *baseline, size_t n, bool higher_is_better, PairedEffect *ret);
 
-/* min_effect: the smallest relative change worth acting on (0.05 = 5%). */
-EffectVerdict effect_verdict(const PairedEffect *e, double min_effect);
+/* The one-sided sign test: P(at least k of n fair coin flips), 0 < n <= STATS_MAX_ROUNDS. */
+double sign_test_p(unsigned k, unsigned n);
+
+/* min_effect: the smallest relative change worth acting on (0.05 = 5%); alpha:
+ * the sign test's level (0.01). */
+EffectVerdict effect_verdict(const PairedEffect *e, double min_effect, double alpha);
 const char *effect_verdict_to_string(EffectVerdict v);
 
 /* The median of n values (n >= 1); `v` is reordered. */

@@ -188,7 +188,7 @@ static void judge(const MeasureOptions *o, KnobTrial *kt, unsigned rounds) {
                                         cd->note = strdup("no read completed in some round");
                                         break;
                                 }
-                                *v = effect_verdict(e, o->min_effect);
+                                *v = effect_verdict(e, o->min_effect, o->alpha);
                                 worse = worse || *v == EFFECT_WORSE;
                                 for (unsigned i = 0; i < rounds; i++)
                                         combined[i] += g[i] / (2.0 * (double)o->n_depths);
@@ -196,7 +196,7 @@ static void judge(const MeasureOptions *o, KnobTrial *kt, unsigned rounds) {
                 }
                 if (cd->verdict == CANDIDATE_FAILED || gains_effect(combined, rounds, &cd->combined) < 0)
                         continue;
-                switch (effect_verdict(&cd->combined, o->min_effect)) {
+                switch (effect_verdict(&cd->combined, o->min_effect, o->alpha)) {
                 case EFFECT_BETTER:
                         cd->verdict = worse ? CANDIDATE_MIXED : CANDIDATE_BETTER;
                         break;

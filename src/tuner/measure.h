@@ -48,6 +48,7 @@ typedef struct MeasureOptions {
         uint64_t offset, length; /* the range read; length 0: to the end */
         bool hipri;
         double min_effect;       /* the smallest relative gain acted on */
+        double alpha;            /* the sign test's level */
         unsigned knobs;          /* KNOB_MASK()s within MEASURE_KNOBS */
         double busy_utilisation; /* refuse a disk busier than this (0..1) ... */
         bool force;              /* ... unless forced */

@@ -372,13 +372,16 @@ class CliTest(unittest.TestCase):
                            (["--runtime", "10ms"], "--runtime '10ms': expected a duration from 100 ms"),
                            (["--range", "4096"], "--range '4096': expected OFFSET:LENGTH"),
                            (["--min-effect", "five"], "--min-effect 'five': expected a percentage"),
-                           (["--busy", "101"], "--busy '101': expected a percentage from 0 to 100")):
+                           (["--busy", "101"], "--busy '101': expected a percentage from 0 to 100"),
+                           (["--alpha", "0.5"], "--alpha '0.5': expected a significance level"),
+                           (["--rounds", "5", "--alpha", "0.01"], "--rounds 5 cannot reach --alpha 0.01")):
             err = self.run_cli("tune", "sda", *args, expect=64).stderr
             self.assertIn(text, err)
         self.assertIn("No such block disk: nvme9n9", self.run_cli("tune", "nvme9n9", expect=4).stderr)
         out = self.run_cli("tune", "--help").stdout
         self.assertTrue(out.startswith("Usage: iotunectl [OPTIONS] tune DEVICE..."), out)
         self.assertIn("sign test", out)
+        self.assertIn("--alpha", out)
 
     def test_cli_conventions(self):
         self.standard_set()

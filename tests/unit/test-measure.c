@@ -77,30 +77,41 @@ TEST(merge_adds_counts_and_extremes) {
         ASSERT_INT_EQ(hist_percentile(&a, 1), 7);
 }
 
-TEST(a_candidate_wins_only_when_every_round_favours_it) {
+TEST(a_candidate_wins_when_the_rounds_favour_it_beyond_chance) {
         const double base[] = {100, 102, 98, 101, 99, 100, 103};
         const double faster[] = {150, 149, 148, 155, 151, 149, 152};
         const double one_loss[] = {150, 149, 97, 155, 151, 149, 152};
         PairedEffect e;
 
         ASSERT_INT_EQ(paired_effect(faster, base, 7, true, &e), 0);
-        ASSERT_INT_EQ(effect_verdict(&e, 0.05), EFFECT_BETTER);
+        ASSERT_INT_EQ(effect_verdict(&e, 0.05, 0.01), EFFECT_BETTER);
         ASSERT_INT_EQ(e.favour, 7);
         ASSERT_TRUE(e.median > 0.45 && e.median < 0.55);
         ASSERT_TRUE(e.low > 0.4 && e.low <= e.median && e.high >= e.median);
-        /* one round against it: a tie (the sign test is not met), whatever the median */
+        /* one round against it: 6 of 7 is p = 0.0625, a tie at 0.01 whatever the
+         * median, a win at 0.07 */
         ASSERT_INT_EQ(paired_effect(one_loss, base, 7, true, &e), 0);
         ASSERT_INT_EQ(e.favour, 6);
-        ASSERT_INT_EQ(effect_verdict(&e, 0.05), EFFECT_TIE);
+        ASSERT_INT_EQ(effect_verdict(&e, 0.05, 0.01), EFFECT_TIE);
+        ASSERT_INT_EQ(effect_verdict(&e, 0.05, 0.07), EFFECT_BETTER);
         /* latency: lower is better; the same numbers are a loss */
         ASSERT_INT_EQ(paired_effect(faster, base, 7, false, &e), 0);
-        ASSERT_INT_EQ(effect_verdict(&e, 0.05), EFFECT_WORSE);
+        ASSERT_INT_EQ(effect_verdict(&e, 0.05, 0.01), EFFECT_WORSE);
         /* every round better, but by less than the minimum effect: a tie */
         const double slightly[] = {101, 103, 99, 102, 100, 101, 104};
         ASSERT_INT_EQ(paired_effect(slightly, base, 7, true, &e), 0);
         ASSERT_INT_EQ(e.favour, 7);
-        ASSERT_INT_EQ(effect_verdict(&e, 0.05), EFFECT_TIE);
-        ASSERT_INT_EQ(effect_verdict(&e, 0.005), EFFECT_BETTER);
+        ASSERT_INT_EQ(effect_verdict(&e, 0.05, 0.01), EFFECT_TIE);
+        ASSERT_INT_EQ(effect_verdict(&e, 0.005, 0.01), EFFECT_BETTER);
+}
+
+TEST(sign_test_p_values_are_the_binomial_tail) {
+        ASSERT_TRUE(fabs(sign_test_p(7, 7) - 1.0 / 128) < 1e-12);
+        ASSERT_TRUE(fabs(sign_test_p(6, 7) - 8.0 / 128) < 1e-12);
+        ASSERT_TRUE(fabs(sign_test_p(5, 5) - 1.0 / 32) < 1e-12);
+        ASSERT_TRUE(fabs(sign_test_p(10, 11) - 12.0 / 2048) < 1e-12);
+        ASSERT_TRUE(fabs(sign_test_p(0, 9) - 1.0) < 1e-12);
+        ASSERT_TRUE(fabs(sign_test_p(32, 32) - ldexp(1.0, -32)) < 1e-20);
 }
 
 TEST(the_statistic_is_reproducible_and_refuses_bad_samples) {
@@ -111,7 +122,7 @@ TEST(the_statistic_is_reproducible_and_refuses_bad_samples) {
         ASSERT_INT_EQ(paired_effect(cand, base, 5, true, &a), 0);
         ASSERT_INT_EQ(paired_effect(cand, base, 5, true, &b), 0);
         ASSERT_TRUE(a.low == b.low && a.high == b.high && a.median == b.median);
-        ASSERT_INT_EQ(effect_verdict(&a, 0.05), EFFECT_TIE);
+        ASSERT_INT_EQ(effect_verdict(&a, 0.05, 0.01), EFFECT_TIE);
         ASSERT_INT_EQ(paired_effect(cand, zero, 5, true, &a), -EINVAL);
         ASSERT_INT_EQ(paired_effect(nan_, base, 5, true, &a), -EINVAL);
         ASSERT_INT_EQ(paired_effect(cand, base, 0, true, &a), -EINVAL);
@@ -207,7 +218,8 @@ TEST(a_hold_file_that_cannot_be_trusted_is_not_honoured) {
 }
 
 TEST_MAIN(T(buckets_tile_the_range_and_hold_their_values), T(percentiles_within_the_bucket_width_of_the_exact_ones),
-          T(merge_adds_counts_and_extremes), T(a_candidate_wins_only_when_every_round_favours_it),
+          T(merge_adds_counts_and_extremes), T(a_candidate_wins_when_the_rounds_favour_it_beyond_chance),
+          T(sign_test_p_values_are_the_binomial_tail),
           T(the_statistic_is_reproducible_and_refuses_bad_samples),
           T(block_stat_in_every_layout_and_the_load_of_two_samples),
           T(a_hold_is_honoured_until_its_deadline_or_its_holder_ends),

@@ -25,6 +25,7 @@ static const char *const message_ids[_EVENT_MAX] = {
         [EVENT_EXCLUDED] = "d1f3192682bc4f81902bc0822cf0eff7",
         [EVENT_DEVICE_FAILED] = "209e96bbbcf94bcf8c11688bcfa1047e",
         [EVENT_REBOUND] = "888b89d6e31442648abcc12ac966203e",
+        [EVENT_HELD] = "1eefff6cf7dd4a7b8e86e08aba44bcdc",
 };
 
 static EventSink event_sink = NULL;
@@ -90,6 +91,27 @@ static char *field(const char *key, const char *value) {
 static void free_fields(char **f, size_t n) {
         for (size_t i = 0; i < n; i++)
                 free(f[i]);
+}
+
+void event_hold(const char *disk, bool begins, int pid, unsigned long long seconds) {
+        _cleanup_free_ char *msg = NULL;
+        char *f[2] = {};
+
+        assert(disk);
+
+        if (begins)
+                (void) asprintf_safe(&msg,
+                                     "%s: held by iotunectl tune (pid %d) for at most %llu s: not tuned or corrected "
+                                     "until the hold ends.",
+                                     disk, pid, seconds);
+        else
+                (void) asprintf_safe(&msg, "%s: the hold of iotunectl tune has ended; tuning it again.", disk);
+        f[0] = field("DEVICE", disk);
+        if (begins)
+                (void) asprintf_safe(&f[1], "HOLDER_PID=%d", pid);
+        if (msg)
+                emit(EVENT_HELD, LOG_INFO, msg, (const char *const *) f, ELEMENTSOF(f));
+        free_fields(f, ELEMENTSOF(f));
 }
 
 /* Journal fields of a device event, plus a knob's when `s` is given, plus up to

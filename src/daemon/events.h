@@ -25,6 +25,7 @@ typedef enum EventKind {
         EVENT_EXCLUDED,       /* a device is excluded by a rule and left alone */
         EVENT_DEVICE_FAILED,  /* a device could not be tuned at all */
         EVENT_REBOUND,        /* an NVMe controller was unbound and bound for new queue counts */
+        EVENT_HELD,           /* `iotunectl tune` holds a device, or its hold ended */
         _EVENT_MAX,
 } EventKind;
 
@@ -54,6 +55,10 @@ void event_config_error(const Diagnostic *d, bool on_reload);
  * "not-sent"), ATTEMPTS=, ERRNO=. */
 void event_irqbalance_bans_left(int priority, bool queued, int pid, const char *socket_path, const unsigned *irqs,
                                 size_t n, unsigned attempts, int error, const char *cause, const char *record);
+
+/* `iotunectl tune` (pid) holds `disk` for at most `seconds` (begins), or its hold
+ * ended. Fields DEVICE=, HOLDER_PID= (when it begins). */
+void event_hold(const char *disk, bool begins, int pid, unsigned long long seconds);
 
 /* Log the outcome of a first tuning (start, hotplug, reload) of one device. */
 void event_log_tuned(const DevicePlan *p);

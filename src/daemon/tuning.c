@@ -293,10 +293,8 @@ bool manager_disk_held(Manager *m, const char *name) {
         if (!strv_contains(m->held, name)) {
                 if (strv_extend(&m->held, name) < 0)
                         return log_oom(), true;
-                log_info("%s: held by iotunectl tune (pid %d) for at most %llu s: not tuned or corrected until "
-                         "the hold ends.",
-                         name, (int) h.pid,
-                         (unsigned long long) ((h.until_usec - manager_now(m, CLOCK_REALTIME)) / USEC_PER_SEC + 1));
+                event_hold(name, true, (int) h.pid,
+                           (h.until_usec - manager_now(m, CLOCK_REALTIME)) / USEC_PER_SEC + 1);
         }
         return true;
 }
@@ -320,7 +318,7 @@ int manager_release_holds(Manager *m) {
                 char *one[] = { *n, NULL };
 
                 strv_drop(m->held, *n);
-                log_info("%s: the hold of iotunectl tune has ended; tuning it again.", *n);
+                event_hold(*n, false, 0, 0);
                 r = tuner_lookup(&m->tuner, one, &l, &bad);
                 if (r == -ENOMEM)
                         return r;

@@ -185,6 +185,8 @@ TEST(tuning_outcomes) {
         event_log_tuned(&failed);
         event_rebound(&p, "nvme0");
         event_device(EVENT_REMOVED, LOG_INFO, &p, "%s removed; forgetting its plan and originals", dev.name);
+        event_hold("nvme0n1", true, 4242, 130);
+        event_hold("nvme0n1", false, 0, 0);
         ASSERT_INT_EQ(problems, 0);
 }
 

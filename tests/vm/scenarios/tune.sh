@@ -112,7 +112,8 @@ print(k["chosen"], "; ".join(cands))' "$k" "$base")
 	done
 	# The daemon (reassert every 1 s) left the disk alone while tune held it.
 	assert_eq "$drifts0" "$(drift_events "$d")" "drift events for $d during the runs"
-	ijournal -o cat | grep -q "$d: held by iotunectl tune" || fail "the daemon did not log the hold of $d"
+	ijournal DEVICE="$d" MESSAGE_ID=1eefff6cf7dd4a7b8e86e08aba44bcdc -o cat | grep -q "$d: held by iotunectl tune" ||
+		fail "the daemon did not log the hold of $d (DEVICE=, MESSAGE_ID=)"
 	note "ok: 5/5 picked $k $want on $d; every value back after each run; no drift logged meanwhile"
 }
 

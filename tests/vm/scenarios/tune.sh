@@ -203,3 +203,8 @@ check_busy_disk_is_refused() {
 	[[ $out == *"nullb0 is busy:"*"--force measures anyway"* ]] || fail "no busy message"
 	assert_not_exists /run/iotuned/hold/nullb0 "a hold on a refused disk"
 }
+
+check_journal_entries_match_catalog() {
+	# Last: the holds and their ends among them, with DEVICE=.
+	assert_journal_matches_catalog
+}

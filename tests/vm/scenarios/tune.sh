@@ -49,7 +49,8 @@ scenario_setup() {
 	# A second null_blk disk through configfs, with a fixed 5 ms completion
 	# (a timer): IOPS follow the reads in flight, so nr_requests 4 against the
 	# 64 tags is a known 4x loss at QD32 (tight: the CPU is not the limit).
-	local nb=/sys/kernel/config/nullb/lat
+	# (6.1 names the disk after the configfs directory)
+	local nb=/sys/kernel/config/nullb/nullb1
 	mkdir -p "$nb" || fail "cannot create $nb (null_blk configfs)"
 	echo 2 >"$nb/irqmode"
 	echo 5000000 >"$nb/completion_nsec"

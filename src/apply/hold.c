@@ -36,7 +36,7 @@ int hold_acquire(const char *dir, const char *disk, pid_t pid, uint64_t until_us
                           "# iotunectl tune is measuring this disk: iotuned leaves its knobs alone until\n"
                           "# this file is gone, the deadline (CLOCK_REALTIME, us) has passed or the pid exited.\n"
                           "pid=%d\nuntil_usec=%llu\n",
-                          (int)pid, (unsigned long long)until_usec);
+                          (int) pid, (unsigned long long) until_usec);
         if (r < 0)
                 return r;
         return write_file_atomic_full(path, text, strlen(text), WRITE_FILE_EXCL_TEMP);
@@ -76,7 +76,7 @@ int hold_parse(const char *text, Hold *ret) {
                         unsigned pid;
                         if (have_pid || safe_atou(line + 4, &pid) < 0 || pid == 0 || pid > INT32_MAX)
                                 return -EBADMSG;
-                        h.pid = (pid_t)pid;
+                        h.pid = (pid_t) pid;
                         have_pid = true;
                 } else if (str_startswith(line, "until_usec=")) {
                         if (have_until || safe_atou64(line + 11, &h.until_usec) < 0)

@@ -40,7 +40,7 @@ static void xml_text(FILE *f, const char *s) {
                         fputs("&quot;", f);
                         break;
                 default:
-                        if ((unsigned char)*s >= 0x20)
+                        if ((unsigned char) *s >= 0x20)
                                 fputc(*s, f);
                 }
 }
@@ -104,15 +104,15 @@ static void panel(FILE *f, const KnobTrial *kt, unsigned depth, size_t q, double
                                 continue;
                         seen += h->buckets[b];
                         hist_bucket_bounds(b, &low, &high);
-                        double us = fmax((double)high / 1000.0, pow(10, lo));
+                        double us = fmax((double) high / 1000.0, pow(10, lo));
                         if (log10(us) > hi)
                                 us = pow(10, hi);
-                        double y = MARGIN_T + PLOT_H * (1 - (double)seen / (double)h->count);
+                        double y = MARGIN_T + PLOT_H * (1 - (double) seen / (double) h->count);
                         fprintf(f, "%s%.1f,%.1f", first ? "" : " ", x_of(us, lo, hi), y);
                         first = false;
                 }
                 fprintf(f, "\"/>\n");
-                double ly = MARGIN_T + PLOT_H + 40 + 12 * (double)(c / 2);
+                double ly = MARGIN_T + PLOT_H + 40 + 12 * (double) (c / 2);
                 double lx = MARGIN_L + (c % 2) * (PLOT_W / 2);
                 fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>",
                         lx, ly - 3, lx + 14, ly - 3, colour);
@@ -148,7 +148,7 @@ int tune_plot_write(const char *dir, const MeasureReport *r, const MeasureOption
         f = open_memstream(&text, &size);
         if (!f)
                 return -ENOMEM;
-        double w = (double)o->n_depths * (PANEL_W + GAP) + GAP, h = (double)rows * (PANEL_H + GAP) + 50;
+        double w = (double) o->n_depths * (PANEL_W + GAP) + GAP, h = (double) rows * (PANEL_H + GAP) + 50;
         fprintf(f,
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -157,14 +157,14 @@ int tune_plot_write(const char *dir, const MeasureReport *r, const MeasureOption
         fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"16\">", GAP);
         xml_text(f, r->disk);
         fprintf(f, ": %u-byte random reads, %u rounds of %.1f s per candidate and depth (iotunectl tune)</text>\n",
-                o->block_size, r->rounds_done, (double)o->runtime_usec / 1e6);
+                o->block_size, r->rounds_done, (double) o->runtime_usec / 1e6);
         size_t row = 0;
         for (size_t i = 0; i < r->n_trials; i++) {
                 if (r->trials[i].skipped)
                         continue;
                 for (size_t qd = 0; qd < o->n_depths; qd++)
-                        panel(f, &r->trials[i], o->depths[qd], qd, GAP + (double)qd * (PANEL_W + GAP),
-                              40 + (double)row * (PANEL_H + GAP));
+                        panel(f, &r->trials[i], o->depths[qd], qd, GAP + (double) qd * (PANEL_W + GAP),
+                              40 + (double) row * (PANEL_H + GAP));
                 row++;
         }
         fprintf(f, "</svg>\n");

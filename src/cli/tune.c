@@ -26,7 +26,7 @@
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig) {
-        (void)sig;
+        (void) sig;
         stop_requested = 1;
 }
 
@@ -47,7 +47,7 @@ static int parse_percent(const char *option, const char *value, double min, doub
         double v = strtod(value, &end);
         if (errno || end == value || *end || !isfinite(v) || v < min || v > max) {
                 char expected[96];
-                (void)snprintf(expected, sizeof(expected), "expected a percentage from %g to %g, e.g. 5", min, max);
+                (void) snprintf(expected, sizeof(expected), "expected a percentage from %g to %g, e.g. 5", min, max);
                 return bad_option(option, value, expected);
         }
         *ret = v / 100.0;
@@ -96,8 +96,8 @@ static int parse_depths(const char *value, MeasureOptions *o) {
 static int parse_duration(const char *option, const char *value, uint64_t min, uint64_t max, uint64_t *ret) {
         if (parse_duration_usec(value, ret) < 0 || *ret < min || *ret > max) {
                 char expected[96];
-                (void)snprintf(expected, sizeof(expected), "expected a duration from %llu ms to %llu s, e.g. 2s",
-                               (unsigned long long)(min / 1000), (unsigned long long)(max / 1000000));
+                (void) snprintf(expected, sizeof(expected), "expected a duration from %llu ms to %llu s, e.g. 2s",
+                                (unsigned long long) (min / 1000), (unsigned long long) (max / 1000000));
                 return bad_option(option, value, expected);
         }
         return 0;
@@ -129,11 +129,10 @@ static int parse_options(const TuneArgs *a, MeasureOptions *o) {
                 if (parse_size(a->block_size, &size) < 0 || size == 0 || size % 512 != 0 || size > 16U << 20)
                         return bad_option("--block-size", a->block_size,
                                           "expected a multiple of 512 bytes up to 16M, e.g. 4K");
-                o->block_size = (unsigned)size;
+                o->block_size = (unsigned) size;
         }
         if (a->rounds && (safe_atou(a->rounds, &o->rounds) < 0 || o->rounds < 3 || o->rounds > MEASURE_MAX_ROUNDS))
-                return bad_option("--rounds", a->rounds,
-                                  "expected 3 to 32 rounds");
+                return bad_option("--rounds", a->rounds, "expected 3 to 32 rounds");
         if (a->runtime && (r = parse_duration("--runtime", a->runtime, 100000, 600000000, &o->runtime_usec)) < 0)
                 return r;
         if (a->warmup && (r = parse_duration("--warmup", a->warmup, 0, 60000000, &o->warmup_usec)) < 0)
@@ -154,12 +153,14 @@ static int parse_options(const TuneArgs *a, MeasureOptions *o) {
                 errno = 0;
                 o->alpha = strtod(a->alpha, &end);
                 if (errno || end == a->alpha || *end || !(o->alpha > 0 && o->alpha <= 0.2))
-                        return bad_option("--alpha", a->alpha, "expected a significance level above 0, at most 0.2, e.g. 0.01");
+                        return bad_option("--alpha", a->alpha,
+                                          "expected a significance level above 0, at most 0.2, e.g. 0.01");
         }
         if (sign_test_p(o->rounds, o->rounds) > o->alpha) {
-                log_error("--rounds %u cannot reach --alpha %g: even %u of %u rounds favouring a candidate has p = %.3g. "
-                          "Give more rounds.",
-                          o->rounds, o->alpha, o->rounds, o->rounds, sign_test_p(o->rounds, o->rounds));
+                log_error(
+                        "--rounds %u cannot reach --alpha %g: even %u of %u rounds favouring a candidate has p = %.3g. "
+                        "Give more rounds.",
+                        o->rounds, o->alpha, o->rounds, o->rounds, sign_test_p(o->rounds, o->rounds));
                 return -EINVAL;
         }
         return 0;
@@ -168,15 +169,16 @@ static int parse_options(const TuneArgs *a, MeasureOptions *o) {
 static void format_duration(uint64_t usec, char *buf, size_t size) {
         uint64_t s = (usec + 500000) / 1000000;
         if (s >= 60)
-                (void)snprintf(buf, size, "%llum%02llus", (unsigned long long)(s / 60), (unsigned long long)(s % 60));
+                (void) snprintf(buf, size, "%llum%02llus", (unsigned long long) (s / 60),
+                                (unsigned long long) (s % 60));
         else
-                (void)snprintf(buf, size, "%llus", (unsigned long long)s);
+                (void) snprintf(buf, size, "%llus", (unsigned long long) s);
 }
 
 /* One line on the terminal, rewritten in place. */
 static void on_progress(const MeasureProgress *p, void *userdata) {
         char left[32];
-        (void)userdata;
+        (void) userdata;
 
         format_duration(p->left_usec, left, sizeof(left));
         fprintf(stderr, "\r\033[K%s: %s=%s, round %u/%u, QD%u; about %s left", p->disk, p->knob, p->candidate, p->round,
@@ -198,13 +200,21 @@ static void print_report(const MeasureReport *r, const MeasureOptions *o) {
         printf("%s (%s%s%s) profile %s (%s)\n", r->disk, r->model ?: "no model", r->serial ? ", serial " : "",
                r->serial ?: "", r->profile ?: "-", r->rule ?: "-");
         printf("  load before: %.1f%% utilised, %.0f IOPS; %u-byte random reads, %u rounds of %.1f s per depth\n",
-               r->load.utilisation * 100, r->load.iops, o->block_size, o->rounds, (double)o->runtime_usec / 1e6);
+               r->load.utilisation * 100, r->load.iops, o->block_size, o->rounds, (double) o->runtime_usec / 1e6);
         for (size_t i = 0; i < r->n_trials; i++) {
                 const KnobTrial *kt = &r->trials[i];
                 const char *name = knob_get(kt->knob)->name;
 
                 if (kt->skipped) {
                         printf("\n  %s: not measured: %s\n", name, kt->skipped);
+                        continue;
+                }
+                if (!kt->judged && r->interrupted) {
+                        printf("\n  %s: interrupted before its rounds were done: not judged\n", name);
+                        continue;
+                }
+                if (!kt->judged) {
+                        printf("\n  %s: not measured (stopped before it)\n", name);
                         continue;
                 }
                 printf("\n  %s (baseline %s, from the %s)\n", name, kt->candidates[0].value, kt->from);
@@ -282,7 +292,7 @@ static json_object *report_json(const MeasureReport *r, const MeasureOptions *o)
         json_object_object_add(load, "utilisation", json_object_new_double(r->load.utilisation));
         json_object_object_add(load, "iops", json_object_new_double(r->load.iops));
         json_object_object_add(d, "load_before", load);
-        json_object_object_add(d, "rounds", json_object_new_int((int)r->rounds_done));
+        json_object_object_add(d, "rounds", json_object_new_int((int) r->rounds_done));
         json_object_object_add(d, "interrupted", json_object_new_boolean(r->interrupted));
         json_object_object_add(d, "restored", json_object_new_boolean(!r->restore_error));
         json_object_object_add(d, "restore_error", r->restore_error ? json_object_new_string(r->restore_error) : NULL);
@@ -297,6 +307,7 @@ static json_object *report_json(const MeasureReport *r, const MeasureOptions *o)
                 }
                 json_object_object_add(k, "knob", json_object_new_string(knob_get(kt->knob)->name));
                 json_object_object_add(k, "skipped", kt->skipped ? json_object_new_string(kt->skipped) : NULL);
+                json_object_object_add(k, "judged", json_object_new_boolean(kt->judged));
                 json_object_object_add(k, "baseline_from", kt->from ? json_object_new_string(kt->from) : NULL);
                 json_object_object_add(k, "chosen",
                                        kt->n ? json_object_new_string(kt->candidates[kt->chosen].value) : NULL);
@@ -322,7 +333,7 @@ static json_object *report_json(const MeasureReport *r, const MeasureOptions *o)
                                 json_object *g = effect_json(&cd->combined);
                                 if (g)
                                         json_object_object_add(g, "rounds_favouring",
-                                                               json_object_new_int((int)cd->combined.favour));
+                                                               json_object_new_int((int) cd->combined.favour));
                                 json_object_object_add(cj, "gain", g);
                         }
                         for (size_t q = 0; cd->depth[0].latency.count && q < o->n_depths; q++) {
@@ -335,9 +346,9 @@ static json_object *report_json(const MeasureReport *r, const MeasureOptions *o)
                                 }
                                 for (unsigned i2 = 0; i2 < r->rounds_done; i2++)
                                         json_object_array_add(iops, json_object_new_double(dr->iops[i2]));
-                                json_object_object_add(dj, "depth", json_object_new_int((int)o->depths[q]));
+                                json_object_object_add(dj, "depth", json_object_new_int((int) o->depths[q]));
                                 json_object_object_add(dj, "iops_per_round", iops);
-                                json_object_object_add(dj, "reads", json_object_new_int64((int64_t)dr->latency.count));
+                                json_object_object_add(dj, "reads", json_object_new_int64((int64_t) dr->latency.count));
                                 json_object_object_add(
                                         dj, "p50_usec",
                                         json_object_new_double(hist_percentile(&dr->latency, 50) / 1000.0));
@@ -428,7 +439,7 @@ static int proposal(Cli *c, const MeasureReport *r, const MeasureOptions *o, cha
         if (!part || asprintf_safe(&name, "60-measured-%s.yaml", part) < 0 ||
             asprintf_safe(&path, "%s/%s", MEASURED_DROPIN_DIR, name) < 0)
                 return -ENOMEM;
-        (void)strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime_r(&now, &tm));
+        (void) strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime_r(&now, &tm));
 
         f = open_memstream(&text, &size);
         if (!f)
@@ -440,7 +451,7 @@ static int proposal(Cli *c, const MeasureReport *r, const MeasureOptions *o, cha
         fprintf(f,
                 ", %u rounds of %.1f s; a value is\n# changed only when it won the rounds beyond chance, by at least "
                 "%.0f%% (median over IOPS and p99), worse on none.\n",
-                o->rounds, (double)o->runtime_usec / 1e6, o->min_effect * 100);
+                o->rounds, (double) o->runtime_usec / 1e6, o->min_effect * 100);
         if (streq(key, "kernel"))
                 fprintf(f, "# The disk has no serial or model: matched by its kernel name, which can change.\n");
         for (size_t i = 0; i < r->n_trials; i++) {
@@ -488,7 +499,7 @@ static void print_diff(const char *path, const char *old, const char *new) {
                 const char *s = pass == 0 ? old : new;
                 for (const char *p = s; p && *p;) {
                         size_t len = strcspn(p, "\n");
-                        printf("%c%.*s\n", pass == 0 ? '-' : '+', (int)len, p);
+                        printf("%c%.*s\n", pass == 0 ? '-' : '+', (int) len, p);
                         p += len + (p[len] == '\n');
                 }
         }
@@ -515,9 +526,9 @@ static int write_proposal(Cli *c, const char *path, const char *old, const char 
                 diag_print(&diag, stderr);
                 diag_done(&diag);
                 if (old)
-                        (void)write_file_atomic(path, old, strlen(old));
+                        (void) write_file_atomic(path, old, strlen(old));
                 else
-                        (void)unlink(path);
+                        (void) unlink(path);
                 return log_error_errno(r, "The configuration does not accept %s; it was taken back out.", esc(path));
         }
         diag_done(&diag);
@@ -631,9 +642,9 @@ int cli_tune(Cli *c, char **devices) {
 
         stop_requested = 0;
         sigemptyset(&sa.sa_mask);
-        (void)sigaction(SIGINT, &sa, &old_int);
-        (void)sigaction(SIGTERM, &sa, &old_term);
-        (void)sigaction(SIGHUP, &sa, &old_hup);
+        (void) sigaction(SIGINT, &sa, &old_int);
+        (void) sigaction(SIGTERM, &sa, &old_term);
+        (void) sigaction(SIGHUP, &sa, &old_hup);
         o.stop = &stop_requested;
         if (!c->json && !c->quiet && isatty(STDERR_FILENO))
                 o.progress = on_progress;
@@ -659,9 +670,9 @@ int cli_tune(Cli *c, char **devices) {
                 output_json_print(doc);
                 json_object_put(doc);
         }
-        (void)sigaction(SIGINT, &old_int, NULL);
-        (void)sigaction(SIGTERM, &old_term, NULL);
-        (void)sigaction(SIGHUP, &old_hup, NULL);
+        (void) sigaction(SIGINT, &old_int, NULL);
+        (void) sigaction(SIGTERM, &old_term, NULL);
+        (void) sigaction(SIGHUP, &old_hup, NULL);
         if (interrupted)
                 log_error("Interrupted: every value measured is back as it was.");
         return ex;

@@ -78,16 +78,16 @@ int blockstat_load(const BlockStat *a, const BlockStat *b, BlockLoad *ret) {
             b->time_in_queue_ms < a->time_in_queue_ms)
                 return -EINVAL;
 
-        double secs = (double)(b->sampled_usec - a->sampled_usec) / 1e6;
-        double ios = (double)(b->ios[0] - a->ios[0] + b->ios[1] - a->ios[1]);
-        double ticks = (double)(b->ticks_ms[0] - a->ticks_ms[0] + b->ticks_ms[1] - a->ticks_ms[1]);
-        double util = (double)(b->io_ticks_ms - a->io_ticks_ms) / (secs * 1000.0);
+        double secs = (double) (b->sampled_usec - a->sampled_usec) / 1e6;
+        double ios = (double) (b->ios[0] - a->ios[0] + b->ios[1] - a->ios[1]);
+        double ticks = (double) (b->ticks_ms[0] - a->ticks_ms[0] + b->ticks_ms[1] - a->ticks_ms[1]);
+        double util = (double) (b->io_ticks_ms - a->io_ticks_ms) / (secs * 1000.0);
 
         *ret = (BlockLoad){
                 .seconds = secs,
                 .iops = ios / secs,
                 .utilisation = util > 1.0 ? 1.0 : util,
-                .queue_depth = (double)(b->time_in_queue_ms - a->time_in_queue_ms) / (secs * 1000.0),
+                .queue_depth = (double) (b->time_in_queue_ms - a->time_in_queue_ms) / (secs * 1000.0),
                 .await_ms = ios > 0 ? ticks / ios : 0,
         };
         return 0;

@@ -13,13 +13,13 @@ void hist_init(Histogram *h) {
 
 unsigned hist_bucket_of(uint64_t nsec) {
         if (nsec < HIST_LINEAR)
-                return (unsigned)nsec;
+                return (unsigned) nsec;
         /* bits >= HIST_SUB_BITS + 2: the top HIST_SUB_BITS + 1 bits select the bucket. */
-        unsigned bits = 64 - (unsigned)__builtin_clzll(nsec);
+        unsigned bits = 64 - (unsigned) __builtin_clzll(nsec);
         unsigned shift = bits - (HIST_SUB_BITS + 1);
         if (shift > HIST_MAX_SHIFT)
                 return HIST_BUCKETS - 1;
-        unsigned sub = (unsigned)(nsec >> shift) - HIST_SUB; /* 0..HIST_SUB-1 */
+        unsigned sub = (unsigned) (nsec >> shift) - HIST_SUB; /* 0..HIST_SUB-1 */
         return HIST_LINEAR + (shift - 1) * HIST_SUB + sub;
 }
 
@@ -71,7 +71,7 @@ uint64_t hist_percentile(const Histogram *h, double p) {
 
         if (h->count == 0)
                 return 0;
-        uint64_t rank = (uint64_t)ceil(p / 100.0 * (double)h->count);
+        uint64_t rank = (uint64_t) ceil(p / 100.0 * (double) h->count);
         if (rank < 1)
                 rank = 1;
         uint64_t seen = 0;

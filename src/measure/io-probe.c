@@ -35,7 +35,7 @@ int io_probe_open(const char *devnode, ProbeDisk *ret) {
                 return -errno;
         if (lbs <= 0 || ret->size == 0)
                 return -ENODATA;
-        ret->logical_block = (unsigned)lbs;
+        ret->logical_block = (unsigned) lbs;
         ret->fd = TAKE_FD(fd);
         return 0;
 }
@@ -43,7 +43,7 @@ int io_probe_open(const char *devnode, ProbeDisk *ret) {
 void io_probe_close(ProbeDisk *d) {
         assert(d);
         if (d->fd >= 0)
-                (void)close(d->fd);
+                (void) close(d->fd);
         d->fd = -1;
 }
 
@@ -73,7 +73,7 @@ int io_probe_check(const ProbeDisk *d, const ProbeSpec *s, const char **ret_why)
 static uint64_t mono_nsec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
 }
 
 /* splitmix64: offsets that look random to the disk, and repeat with the seed. */
@@ -158,11 +158,11 @@ int io_probe_run(const ProbeDisk *d, const ProbeSpec *s, const volatile sig_atom
                 if (r < 0)
                         goto out_ring;
                 uint64_t now = mono_nsec();
-                unsigned i = (unsigned)io_uring_cqe_get_data64(cqe);
+                unsigned i = (unsigned) io_uring_cqe_get_data64(cqe);
                 int res = cqe->res;
                 io_uring_cqe_seen(&ring, cqe);
                 in_flight--;
-                if (res != (int)s->block_size) {
+                if (res != (int) s->block_size) {
                         if (ret_error)
                                 *ret_error = res < 0 ? res : -EIO;
                         failed = -EIO;
@@ -194,7 +194,7 @@ int io_probe_run(const ProbeDisk *d, const ProbeSpec *s, const volatile sig_atom
                 goto out_ring;
         }
         ret->elapsed_usec = s->runtime_usec;
-        ret->iops = s->runtime_usec ? (double)ret->reads * 1e6 / (double)s->runtime_usec : 0;
+        ret->iops = s->runtime_usec ? (double) ret->reads * 1e6 / (double) s->runtime_usec : 0;
         r = 0;
 out_ring:
         io_uring_queue_exit(&ring);

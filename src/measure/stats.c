@@ -8,7 +8,7 @@
 #include "stats.h"
 
 static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *)a, y = *(const double *)b;
+        double x = *(const double *) a, y = *(const double *) b;
         return (x > y) - (x < y);
 }
 
@@ -54,7 +54,7 @@ int gains_effect(const double *gains, size_t n, PairedEffect *ret) {
 
         if (n < 1 || n > STATS_MAX_ROUNDS)
                 return -EINVAL;
-        *ret = (PairedEffect){.rounds = (unsigned)n};
+        *ret = (PairedEffect){.rounds = (unsigned) n};
         for (size_t i = 0; i < n; i++) {
                 if (!isfinite(gains[i]))
                         return -EINVAL;
@@ -70,8 +70,8 @@ int gains_effect(const double *gains, size_t n, PairedEffect *ret) {
                 medians[b] = median_of(sample, n);
         }
         qsort(medians, STATS_BOOTSTRAP, sizeof(double), cmp_double);
-        ret->low = medians[(size_t)(0.025 * STATS_BOOTSTRAP)];
-        ret->high = medians[(size_t)(0.975 * STATS_BOOTSTRAP) - 1];
+        ret->low = medians[(size_t) (0.025 * STATS_BOOTSTRAP)];
+        ret->high = medians[(size_t) (0.975 * STATS_BOOTSTRAP) - 1];
         return 0;
 }
 

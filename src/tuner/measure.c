@@ -191,7 +191,7 @@ static void judge(const MeasureOptions *o, KnobTrial *kt, unsigned rounds) {
                                 *v = effect_verdict(e, o->min_effect, o->alpha);
                                 worse = worse || *v == EFFECT_WORSE;
                                 for (unsigned i = 0; i < rounds; i++)
-                                        combined[i] += g[i] / (2.0 * (double)o->n_depths);
+                                        combined[i] += g[i] / (2.0 * (double) o->n_depths);
                         }
                 }
                 if (cd->verdict == CANDIDATE_FAILED || gains_effect(combined, rounds, &cd->combined) < 0)
@@ -286,7 +286,7 @@ static uint64_t estimate_left(const MeasureReport *r, const MeasureOptions *o, s
         uint64_t n = 0;
         for (size_t i = from_trial; i < r->n_trials; i++)
                 if (!r->trials[i].skipped)
-                        n += (uint64_t)r->trials[i].n * (o->rounds - (i == from_trial ? from_round : 0));
+                        n += (uint64_t) r->trials[i].n * (o->rounds - (i == from_trial ? from_round : 0));
         return n * trial_usec(o);
 }
 
@@ -337,8 +337,8 @@ static int measure_knob(Tuner *t, const char *name, const ProbeDisk *pd, const M
                                         if (o2 != c && c != 0 && kt->candidates[o2].observed &&
                                             streq(kt->candidates[o2].observed, observed)) {
                                                 cd->verdict = CANDIDATE_SAME;
-                                                (void)asprintf_safe(&cd->note, "the kernel makes it %s, as %s",
-                                                                    observed, kt->candidates[o2].value);
+                                                (void) asprintf_safe(&cd->note, "the kernel makes it %s, as %s",
+                                                                     observed, kt->candidates[o2].value);
                                         }
                                 cd->observed = TAKE_PTR(observed);
                                 if (cd->verdict == CANDIDATE_SAME)
@@ -379,13 +379,14 @@ static int measure_knob(Tuner *t, const char *name, const ProbeDisk *pd, const M
                                         return q;
                                 }
                                 cd->depth[d].iops[round] = res.iops;
-                                cd->depth[d].p99_usec[round] = (double)hist_percentile(&res.latency, 99) / 1000.0;
+                                cd->depth[d].p99_usec[round] = (double) hist_percentile(&res.latency, 99) / 1000.0;
                                 hist_merge(&cd->depth[d].latency, &res.latency);
                         }
                 }
                 r->rounds_done = MAX(r->rounds_done, round + 1);
         }
         judge(o, kt, o->rounds);
+        kt->judged = true;
         if (kt->chosen) {
                 /* Later knobs are measured on top of this one's winner. */
                 char *v = strdup(kt->candidates[kt->chosen].value);
@@ -461,7 +462,7 @@ int tuner_measure(Tuner *t, const Config *c, const char *name, const MeasureOpti
         BlockStat a, b;
         q = blockstat_read(d->syspath, &a);
         if (q >= 0) {
-                (void)usleep(BUSY_SAMPLE_USEC);
+                (void) usleep(BUSY_SAMPLE_USEC);
                 q = blockstat_read(d->syspath, &b);
         }
         if (q >= 0)
@@ -506,7 +507,7 @@ out:
                 /* Back to where the disk was, through the same path; then the daemon may look again. */
                 int rq = apply_values(t, name, start, _KNOB_INVALID, NULL, NULL);
                 if (rq < 0)
-                        (void)asprintf_safe(&r->restore_error, "putting the values back failed: %s", strerror(-rq));
+                        (void) asprintf_safe(&r->restore_error, "putting the values back failed: %s", strerror(-rq));
                 rq = hold_release(t->hold_dir, name);
                 if (rq < 0)
                         log_warning_errno(rq, "Cannot remove the hold of %s: %m (it expires by itself)", name);

@@ -99,6 +99,7 @@ typedef struct KnobTrial {
         size_t n;
         size_t chosen; /* the winner, or 0 */
         char *skipped; /* why the knob was not measured, or NULL */
+        bool judged;   /* every round measured and the verdicts given (not when interrupted) */
 } KnobTrial;
 
 typedef struct MeasureReport {

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 dir = fuzz_path("hold");
                 fuzz_mkdir("hold");
         }
-        text = strndup((const char *)data, size);
+        text = strndup((const char *) data, size);
         if (!text)
                 return 0;
         if (hold_parse(text, &h) == 0) {
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         abort();
                 if (hold_check(dir, "vda", 0, &again) < 0 && h.until_usec <= HOLD_MAX_USEC)
                         abort();
-                (void)hold_release(dir, "vda");
+                (void) hold_release(dir, "vda");
         }
         if (blockstat_parse(text, &s) == 0) {
                 s.sampled_usec = 1;

@@ -14,7 +14,7 @@
 #include "tmpdir.h"
 
 static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
         return (x > y) - (x < y);
 }
 
@@ -43,14 +43,14 @@ TEST(percentiles_within_the_bucket_width_of_the_exact_ones) {
         for (size_t i = 0; i < ELEMENTSOF(v); i++) {
                 state = state * 6364136223846793005ULL + 1442695040888963407ULL;
                 /* log-uniform from 1 us to 10 ms, a latency-like spread */
-                v[i] = (uint64_t)(1000.0 * pow(10, (double)(state >> 11) / (double)(1ULL << 53) * 4));
+                v[i] = (uint64_t) (1000.0 * pow(10, (double) (state >> 11) / (double) (1ULL << 53) * 4));
                 hist_record(&h, v[i]);
         }
         qsort(v, ELEMENTSOF(v), sizeof(uint64_t), cmp_u64);
         const double ps[] = {1, 50, 90, 99, 99.9, 100};
         for (size_t i = 0; i < ELEMENTSOF(ps); i++) {
-                size_t rank = (size_t)ceil(ps[i] / 100.0 * ELEMENTSOF(v));
-                double exact = (double)v[rank - 1], got = (double)hist_percentile(&h, ps[i]);
+                size_t rank = (size_t) ceil(ps[i] / 100.0 * ELEMENTSOF(v));
+                double exact = (double) v[rank - 1], got = (double) hist_percentile(&h, ps[i]);
                 if (fabs(got - exact) / exact > 1.0 / HIST_SUB) {
                         fprintf(stderr, "# p%g: exact %.0f, histogram %.0f\n", ps[i], exact, got);
                         ASSERT_TRUE(false);
@@ -206,7 +206,7 @@ TEST(a_hold_file_that_cannot_be_trusted_is_not_honoured) {
         ASSERT_INT_EQ(hold_check(dir, "sdc", now, &h), -EBADMSG);
         tmpdir_write(dir, "sdd", "pid=0\nuntil_usec=12\n");
         ASSERT_INT_EQ(hold_check(dir, "sdd", now, &h), -EBADMSG);
-        (void)snprintf(text, sizeof(text), "pid=1\npid=1\nuntil_usec=%llu\n", (unsigned long long)now + 1);
+        (void) snprintf(text, sizeof(text), "pid=1\npid=1\nuntil_usec=%llu\n", (unsigned long long) now + 1);
         tmpdir_write(dir, "sde", text);
         ASSERT_INT_EQ(hold_check(dir, "sde", now, &h), -EBADMSG);
         /* a FIFO does not block the daemon */
@@ -219,8 +219,7 @@ TEST(a_hold_file_that_cannot_be_trusted_is_not_honoured) {
 
 TEST_MAIN(T(buckets_tile_the_range_and_hold_their_values), T(percentiles_within_the_bucket_width_of_the_exact_ones),
           T(merge_adds_counts_and_extremes), T(a_candidate_wins_when_the_rounds_favour_it_beyond_chance),
-          T(sign_test_p_values_are_the_binomial_tail),
-          T(the_statistic_is_reproducible_and_refuses_bad_samples),
+          T(sign_test_p_values_are_the_binomial_tail), T(the_statistic_is_reproducible_and_refuses_bad_samples),
           T(block_stat_in_every_layout_and_the_load_of_two_samples),
           T(a_hold_is_honoured_until_its_deadline_or_its_holder_ends),
           T(a_hold_file_that_cannot_be_trusted_is_not_honoured))

@@ -536,7 +536,7 @@ static int write_proposal(Cli *c, const char *path, const char *old, const char 
 }
 
 static int tune_one(Cli *c, const Config *cfg, const char *name, const MeasureOptions *o, json_object *devices,
-                    bool *ret_interrupted) {
+                    bool *ret_interrupted, bool *ret_unrestored) {
         _cleanup_(measure_report_done) MeasureReport r = {};
         _cleanup_free_ char *path = NULL, *text = NULL, *old = NULL, *plot = NULL;
         const char *why = NULL;
@@ -567,8 +567,10 @@ static int tune_one(Cli *c, const Config *cfg, const char *name, const MeasureOp
                         return EXIT_FAILED;
                 ex = EXIT_FAILED;
         }
-        if (r.restore_error)
+        if (r.restore_error) {
+                *ret_unrestored = true;
                 ex = EXIT_FAILED;
+        }
 
         if (q >= 0 && report_changes(&r)) {
                 q = proposal(c, &r, o, &path, &text);
@@ -624,7 +626,7 @@ int cli_tune(Cli *c, char **devices) {
         struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term, old_hup;
         json_object *doc = NULL, *list = NULL;
         MeasureOptions o;
-        bool interrupted = false;
+        bool interrupted = false, unrestored = false;
         int r, ex = EXIT_OK;
 
         assert(c);
@@ -661,7 +663,7 @@ int cli_tune(Cli *c, char **devices) {
         for (char **d = devices; *d && !interrupted; d++) {
                 if (d != devices && !c->json)
                         printf("\n");
-                int e = tune_one(c, cfg, *d, &o, list, &interrupted);
+                int e = tune_one(c, cfg, *d, &o, list, &interrupted, &unrestored);
                 if (e != EXIT_OK && (ex == EXIT_OK || e == EXIT_INTERRUPTED))
                         ex = e;
         }
@@ -674,6 +676,7 @@ int cli_tune(Cli *c, char **devices) {
         (void) sigaction(SIGTERM, &old_term, NULL);
         (void) sigaction(SIGHUP, &old_hup, NULL);
         if (interrupted)
-                log_error("Interrupted: every value measured is back as it was.");
+                log_error("Interrupted: %s", unrestored ? "some values could not be put back (see above)."
+                                                        : "every value measured is back as it was.");
         return ex;
 }

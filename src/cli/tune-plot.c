@@ -14,12 +14,12 @@
 #include "util.h"
 
 #define PANEL_W 420
-#define PANEL_H 240
+#define PANEL_H 290 /* the plot, its axis, and a legend line per candidate (at most 6) */
 #define MARGIN_L 60
 #define MARGIN_T 40
 #define GAP 30
 #define PLOT_W (PANEL_W - MARGIN_L - 20)
-#define PLOT_H (PANEL_H - MARGIN_T - 70)
+#define PLOT_H 130
 
 static const char *const colours[] = {"#222222", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"};
 
@@ -112,8 +112,8 @@ static void panel(FILE *f, const KnobTrial *kt, unsigned depth, size_t q, double
                         first = false;
                 }
                 fprintf(f, "\"/>\n");
-                double ly = MARGIN_T + PLOT_H + 40 + 12 * (double) (c / 2);
-                double lx = MARGIN_L + (c % 2) * (PLOT_W / 2);
+                double ly = MARGIN_T + PLOT_H + 42 + 13 * (double) c;
+                double lx = MARGIN_L;
                 fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>",
                         lx, ly - 3, lx + 14, ly - 3, colour);
                 fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\">", lx + 18, ly);
@@ -148,23 +148,25 @@ int tune_plot_write(const char *dir, const MeasureReport *r, const MeasureOption
         f = open_memstream(&text, &size);
         if (!f)
                 return -ENOMEM;
-        double w = (double) o->n_depths * (PANEL_W + GAP) + GAP, h = (double) rows * (PANEL_H + GAP) + 50;
+        double w = MAX((double) o->n_depths * (PANEL_W + GAP) + GAP, 640.0), h = (double) rows * (PANEL_H + GAP) + 60;
         fprintf(f,
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                 "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
                 w, h);
-        fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"16\">", GAP);
+        fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\">", GAP);
         xml_text(f, r->disk);
-        fprintf(f, ": %u-byte random reads, %u rounds of %.1f s per candidate and depth (iotunectl tune)</text>\n",
-                o->block_size, r->rounds_done, (double) o->runtime_usec / 1e6);
+        fprintf(f,
+                " (iotunectl tune)</text>\n<text x=\"%d\" y=\"42\" font-size=\"12\">%u-byte O_DIRECT random reads, "
+                "%u rounds of %.1f s per candidate and depth; latency CDFs</text>\n",
+                GAP, o->block_size, r->rounds_done, (double) o->runtime_usec / 1e6);
         size_t row = 0;
         for (size_t i = 0; i < r->n_trials; i++) {
                 if (r->trials[i].skipped)
                         continue;
                 for (size_t qd = 0; qd < o->n_depths; qd++)
                         panel(f, &r->trials[i], o->depths[qd], qd, GAP + (double) qd * (PANEL_W + GAP),
-                              40 + (double) row * (PANEL_H + GAP));
+                              55 + (double) row * (PANEL_H + GAP));
                 row++;
         }
         fprintf(f, "</svg>\n");

@@ -175,7 +175,7 @@ check_write_then_reload_applies_the_rule() {
 check_sigint_puts_everything_back() {
 	local before pid rc=0
 	before=$(knobs_of nullb0)
-	iotunectl tune nullb0 --knobs scheduler,nr_requests --rounds 5 --runtime 2s >/run/iotvm-tune.out 2>&1 &
+	iotunectl tune nullb0 --knobs scheduler,nr_requests --rounds 7 --runtime 2s >/run/iotvm-tune.out 2>&1 &
 	pid=$!
 	wait_for '[[ -e /run/iotuned/hold/nullb0 ]]' 20 'cat /run/iotvm-tune.out'
 	sleep 1

@@ -440,7 +440,9 @@ int tuner_measure(Tuner *t, const Config *c, const char *name, const MeasureOpti
         r->pinned = dp->rule && streq(dp->rule, "IOTUNED_PROFILE");
 
         if (dp->excluded || !dp->profile) {
-                *ret_why = dp->error ?: "a rule excludes this disk from tuning";
+                /* static text: the plan (and its error) is freed below */
+                *ret_why = dp->error ? "it cannot be tuned as configured (see iotunectl explain)"
+                                     : "a rule excludes this disk from tuning";
                 q = -EPERM;
                 goto out;
         }

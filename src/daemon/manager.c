@@ -41,6 +41,7 @@ Manager *manager_free(Manager *m) {
         free(m->irqbalance_state);
         strv_free(m->unrecorded);
         strv_free(m->held);
+        strv_free(m->hold_ignored);
         strv_free(m->report_pending);
         free(m->report_pending_since);
         free(m->status_path);

@@ -43,6 +43,7 @@ typedef struct Manager {
         char *status_path;               /* resolved inside the root, as the Tuner's paths */
         char **unrecorded;               /* disks not tuned: their originals could not be recorded */
         char **held;                     /* disks `iotunectl tune` holds (hold.h): left alone until released */
+        char **hold_ignored;             /* disks whose hold file is not honoured (warned once) */
         /* Hot-added disks whose first tuning failed in a way a removal in progress
          * explains: reported by a drift check once PENDING_REPORT_USEC old, unless
          * the disk has gone by then (see manager_tune_device). */

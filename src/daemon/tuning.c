@@ -283,11 +283,16 @@ bool manager_disk_held(Manager *m, const char *name) {
 
         r = hold_check(m->tuner.hold_dir, name, manager_now(m, CLOCK_REALTIME), &h);
         if (r < 0) {
-                /* Not honoured: a file that cannot be trusted must not switch the daemon off. */
-                if (!strv_contains(m->held, name))
-                        log_warning_errno(r, "%s: ignoring the hold file in %s: %m", name, m->tuner.hold_dir);
+                /* Not honoured: a file that cannot be trusted must not switch the daemon off.
+                 * Said once per file, not at every drift check. */
+                if (!strv_contains(m->hold_ignored, name)) {
+                        log_warning_errno(r, "%s: ignoring its hold file in %s: %m", name, m->tuner.hold_dir);
+                        if (strv_extend(&m->hold_ignored, name) < 0)
+                                log_oom();
+                }
                 return false;
         }
+        strv_drop(m->hold_ignored, name);
         if (r == 0)
                 return false;
         if (!strv_contains(m->held, name)) {

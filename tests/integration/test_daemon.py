@@ -171,6 +171,37 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(self.bed.read("sda", "queue/nr_requests"), "64")
         self.assertFalse(os.path.exists(self.status_path()))
 
+    def test_a_held_disk_is_left_alone_until_its_hold_ends(self):
+        self.bed.nvme(0)
+        self.start()
+        hold_dir = os.path.join(self.root, "run/iotuned/hold")
+        hold = os.path.join(hold_dir, "nvme0n1")
+        os.makedirs(hold_dir, exist_ok=True)
+        # what `iotunectl tune` writes (src/apply/hold.c): this process holds it for two minutes
+        with open(hold, "w") as f:
+            f.write(f"pid={os.getpid()}\nuntil_usec={int(time.time() * 1e6) + 120 * 10**6}\n")
+        wait_for(lambda: f"nvme0n1: held by iotunectl tune (pid {os.getpid()})" in self.daemon_log(),
+                 timeout=5 * INTERVAL + 2, what="the hold logged")
+        # a measurement's value: not corrected while held (the hold is what keeps it)
+        self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+        time.sleep(3 * INTERVAL)
+        self.assertEqual(self.bed.read("nvme0n1", "queue/scheduler"), "none [mq-deadline]", self.daemon_log())
+        # released: tuned afresh, which is not drift
+        os.unlink(hold)
+        wait_for(lambda: "nvme0n1: the hold of iotunectl tune has ended; tuning it again." in self.daemon_log(),
+                 timeout=5 * INTERVAL + 2, what="the end of the hold logged")
+        wait_for(lambda: self.bed.read("nvme0n1", "queue/scheduler") == "none", what="tuned after the hold")
+        self.assertNotIn("scheduler drifted", self.daemon_log())
+        # a hold file that cannot be trusted (a FIFO: reading it would block) is not
+        # honoured, and said once
+        os.mkfifo(hold)
+        self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+        wait_for(lambda: "nvme0n1: scheduler drifted to mq-deadline (desired none); put back" in self.daemon_log(),
+                 timeout=5 * INTERVAL + 2, what="drift corrected despite the FIFO")
+        time.sleep(2 * INTERVAL)
+        self.assertEqual(self.daemon_log().count("nvme0n1: ignoring its hold file"), 1, self.daemon_log())
+        self.stop()
+
     def test_nvme_controller_reset_is_drift_and_stop_restores(self):
         self.bed.nvme(0)
         fake = self.bed.controllers["nvme0"]

@@ -162,7 +162,9 @@ static const VerbHelp verbs[] = {
           "the drive's serial with set:; shown as a diff, written only with --write\n"
           "(then 'systemctl reload iotuned' applies it).\n"
           "Exit 0: measured, 2: a failure, 4: no such disk, 6: busy, 130: interrupted.\n",
-          "  --knobs LIST          scheduler,nr_requests,rq_affinity,nomerges,wbt_lat_usec (default: all)\n"
+          "  --knobs LIST          scheduler,nr_requests,rq_affinity,nomerges,wbt_lat_usec,poll\n"
+          "                        (default: all; poll: interrupt against polled reads, on a disk\n"
+          "                        with poll queues; a finding, never written)\n"
           "  --depths LIST         queue depths measured (default 1,32; at most 4)\n"
           "  --block-size SIZE     bytes per read (default 4K)\n"
           "  --rounds N            rounds, each candidate once per round (default 7; 3-32)\n"

@@ -54,23 +54,29 @@ static int parse_percent(const char *option, const char *value, double min, doub
         return 0;
 }
 
-static int parse_knobs(const char *value, unsigned *ret) {
+static int parse_knobs(const char *value, unsigned *ret, bool *ret_poll) {
         _cleanup_free_ char *copy = strdup(value);
         unsigned mask = 0;
+        bool poll = false;
 
         if (!copy)
                 return log_oom();
         for (char *save = NULL, *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+                if (streq(w, "poll")) {
+                        poll = true;
+                        continue;
+                }
                 const Knob *k = knob_by_name(w);
                 if (!k || !(MEASURE_KNOBS & KNOB_MASK(k->id)))
                         return bad_option("--knobs", w,
                                           "not a measured knob; expected a comma-separated list of scheduler, "
-                                          "nr_requests, rq_affinity, nomerges, wbt_lat_usec");
+                                          "nr_requests, rq_affinity, nomerges, wbt_lat_usec, poll");
                 mask |= KNOB_MASK(k->id);
         }
-        if (!mask)
+        if (!mask && !poll)
                 return bad_option("--knobs", value, "expected at least one knob");
         *ret = mask;
+        *ret_poll = poll;
         return 0;
 }
 
@@ -117,11 +123,12 @@ static int parse_options(const TuneArgs *a, MeasureOptions *o) {
                 .min_effect = 0.05,
                 .alpha = 0.01,
                 .knobs = MEASURE_KNOBS,
+                .poll = true,
                 .busy_utilisation = 0.05,
                 .force = a->force,
                 .hipri = a->hipri,
         };
-        if (a->knobs && (r = parse_knobs(a->knobs, &o->knobs)) < 0)
+        if (a->knobs && (r = parse_knobs(a->knobs, &o->knobs, &o->poll)) < 0)
                 return r;
         if (a->depths && (r = parse_depths(a->depths, o)) < 0)
                 return r;
@@ -203,7 +210,7 @@ static void print_report(const MeasureReport *r, const MeasureOptions *o) {
                r->load.utilisation * 100, r->load.iops, o->block_size, o->rounds, (double) o->runtime_usec / 1e6);
         for (size_t i = 0; i < r->n_trials; i++) {
                 const KnobTrial *kt = &r->trials[i];
-                const char *name = knob_get(kt->knob)->name;
+                const char *name = knob_trial_name(kt);
 
                 if (kt->skipped) {
                         printf("\n  %s: not measured: %s\n", name, kt->skipped);
@@ -253,7 +260,12 @@ static void print_report(const MeasureReport *r, const MeasureOptions *o) {
                                 printf("\n");
                         }
                 }
-                if (kt->chosen)
+                if (kt->poll && kt->chosen)
+                        printf("    -> poll: polled reads win beyond the noise: applications that poll (io_uring "
+                               "IOPOLL, RWF_HIPRI) gain;\n       keep this disk's poll queues (poll_queues)\n");
+                else if (kt->poll)
+                        printf("    -> poll: polled reads do not win beyond the noise here\n");
+                else if (kt->chosen)
                         printf("    -> %s: %s wins beyond the noise\n", name, kt->candidates[kt->chosen].value);
                 else
                         printf("    -> %s: keep %s (no candidate won beyond the noise)\n", name,
@@ -305,13 +317,13 @@ static json_object *report_json(const MeasureReport *r, const MeasureOptions *o)
                         json_object_put(d);
                         return NULL;
                 }
-                json_object_object_add(k, "knob", json_object_new_string(knob_get(kt->knob)->name));
+                json_object_object_add(k, "knob", json_object_new_string(knob_trial_name(kt)));
                 json_object_object_add(k, "skipped", kt->skipped ? json_object_new_string(kt->skipped) : NULL);
                 json_object_object_add(k, "judged", json_object_new_boolean(kt->judged));
                 json_object_object_add(k, "baseline_from", kt->from ? json_object_new_string(kt->from) : NULL);
                 json_object_object_add(k, "chosen",
                                        kt->n ? json_object_new_string(kt->candidates[kt->chosen].value) : NULL);
-                json_object_object_add(k, "changed", json_object_new_boolean(kt->chosen != 0));
+                json_object_object_add(k, "changed", json_object_new_boolean(kt->chosen != 0 && !kt->poll));
                 for (size_t c = 0; c < kt->n; c++) {
                         const Candidate *cd = &kt->candidates[c];
                         json_object *cj = json_object_new_object(), *depths = json_object_new_array();
@@ -413,7 +425,7 @@ static char *file_part(const char *id) {
 
 static bool report_changes(const MeasureReport *r) {
         for (size_t i = 0; i < r->n_trials; i++)
-                if (r->trials[i].chosen)
+                if (r->trials[i].chosen && !r->trials[i].poll)
                         return true;
         return false;
 }
@@ -456,10 +468,10 @@ static int proposal(Cli *c, const MeasureReport *r, const MeasureOptions *o, cha
                 fprintf(f, "# The disk has no serial or model: matched by its kernel name, which can change.\n");
         for (size_t i = 0; i < r->n_trials; i++) {
                 const KnobTrial *kt = &r->trials[i];
-                if (!kt->chosen)
+                if (!kt->chosen || kt->poll)
                         continue;
                 const Candidate *w = &kt->candidates[kt->chosen];
-                fprintf(f, "#   %s: %s over %s (the %s): %+.0f%%;", knob_get(kt->knob)->name, w->value,
+                fprintf(f, "#   %s: %s over %s (the %s): %+.0f%%;", knob_trial_name(kt), w->value,
                         kt->candidates[0].value, kt->from, w->combined.median * 100);
                 for (size_t q = 0; q < o->n_depths; q++)
                         fprintf(f, " QD%u IOPS %+.0f%%, p99 %+.0f%%;", o->depths[q],
@@ -471,8 +483,8 @@ static int proposal(Cli *c, const MeasureReport *r, const MeasureOptions *o, cha
         fprintf(f, "rules:\n  - name: measured-%s\n    match: { %s: %s }\n    profile: %s\n    set:\n      queue:\n",
                 part, key, literal, r->profile);
         for (size_t i = 0; i < r->n_trials; i++)
-                if (r->trials[i].chosen)
-                        fprintf(f, "        %s: %s\n", knob_get(r->trials[i].knob)->name,
+                if (r->trials[i].chosen && !r->trials[i].poll)
+                        fprintf(f, "        %s: %s\n", knob_trial_name(&r->trials[i]),
                                 r->trials[i].candidates[r->trials[i].chosen].value);
         if (fflush(f) != 0 || ferror(f))
                 return -ENOMEM;

@@ -34,6 +34,11 @@ const char *candidate_verdict_to_string(CandidateVerdict v) {
         return v >= 0 && v < _CANDIDATE_VERDICT_MAX ? names[v] : "?";
 }
 
+const char *knob_trial_name(const KnobTrial *kt) {
+        assert(kt);
+        return kt->poll ? "poll" : knob_get(kt->knob)->name;
+}
+
 void measure_report_done(MeasureReport *r) {
         assert(r);
 
@@ -279,6 +284,23 @@ static int prepare_trials(const DevicePlan *plan, const Device *d, const Measure
                 if (kt->n < 2 && !(kt->skipped = strdup("no other value to measure on this disk")))
                         return -ENOMEM;
         }
+        if (o->poll) {
+                /* Not a knob: whether reads that poll for their completion gain on this
+                 * disk. iotuned provides the poll queues (poll_queues); applications poll. */
+                KnobTrial *kt = &r->trials[r->n_trials++];
+                kt->knob = _KNOB_INVALID;
+                kt->poll = true;
+                if (!(kt->from = strdup("interrupt-driven reads")) || add_candidate(kt, "interrupt") < 0 ||
+                    add_candidate(kt, "polled") < 0)
+                        return -ENOMEM;
+                if (!d->io_poll)
+                        kt->skipped = strdup("the disk has no poll queues (queue/io_poll is 0): see poll_queues in "
+                                             "iotuned.profile(5)");
+                else if (o->hipri)
+                        kt->skipped = strdup("--hipri polls every read already");
+                if (kt->skipped == NULL && (!d->io_poll || o->hipri))
+                        return -ENOMEM;
+        }
         return 0;
 }
 
@@ -314,8 +336,19 @@ static int measure_knob(Tuner *t, const char *name, const ProbeDisk *pd, const M
                         if (o->stop && *o->stop)
                                 return -EINTR;
                         memcpy(values, current, sizeof(values));
-                        values[k] = cd->value;
-                        q = apply_values(t, name, values, k, &observed, &note);
+                        if (kt->poll)
+                                /* the profile's values (a previous trial may have left another) */
+                                q = apply_values(t, name, values, KNOB_SCHEDULER, &observed, &note);
+                        else {
+                                values[k] = cd->value;
+                                q = apply_values(t, name, values, k, &observed, &note);
+                        }
+                        if (kt->poll && q >= 0) {
+                                free(observed);
+                                observed = strdup(cd->value);
+                                if (!observed)
+                                        return -ENOMEM;
+                        }
                         if (q == -ENOMEM || q == -ENODEV || q == -ENOENT) {
                                 *ret_why = q == -ENOMEM ? NULL : "the disk went away";
                                 return q;
@@ -352,7 +385,7 @@ static int measure_knob(Tuner *t, const char *name, const ProbeDisk *pd, const M
                                         .length = o->length,
                                         .warmup_usec = o->warmup_usec,
                                         .runtime_usec = o->runtime_usec,
-                                        .hipri = o->hipri,
+                                        .hipri = o->hipri || (kt->poll && c == 1),
                                         /* the same offsets for every candidate of a round: paired */
                                         .seed = 0x5EED0000ULL + round * 64 + d,
                                 };
@@ -363,7 +396,7 @@ static int measure_knob(Tuner *t, const char *name, const ProbeDisk *pd, const M
                                         o->progress(
                                                 &(MeasureProgress){
                                                         .disk = name,
-                                                        .knob = knob_get(k)->name,
+                                                        .knob = knob_trial_name(kt),
                                                         .candidate = cd->value,
                                                         .round = round + 1,
                                                         .rounds = o->rounds,
@@ -387,7 +420,7 @@ static int measure_knob(Tuner *t, const char *name, const ProbeDisk *pd, const M
         }
         judge(o, kt, o->rounds);
         kt->judged = true;
-        if (kt->chosen) {
+        if (kt->chosen && !kt->poll) {
                 /* Later knobs are measured on top of this one's winner. */
                 char *v = strdup(kt->candidates[kt->chosen].value);
                 if (!v)

@@ -50,6 +50,7 @@ typedef struct MeasureOptions {
         double min_effect;       /* the smallest relative gain acted on */
         double alpha;            /* the sign test's level */
         unsigned knobs;          /* KNOB_MASK()s within MEASURE_KNOBS */
+        bool poll;               /* also measure interrupt against polled reads, where the disk polls */
         double busy_utilisation; /* refuse a disk busier than this (0..1) ... */
         bool force;              /* ... unless forced */
         const volatile sig_atomic_t *stop;
@@ -93,14 +94,19 @@ typedef struct Candidate {
 } Candidate;
 
 typedef struct KnobTrial {
-        KnobId knob;
-        char *from; /* where the baseline came from: "profile latency", "current value" */
+        KnobId knob; /* _KNOB_INVALID for the poll trial */
+        bool poll;   /* not a knob: interrupt-driven against polled reads (candidates
+                      * "interrupt", the baseline, and "polled") on a disk with poll queues */
+        char *from;  /* where the baseline came from: "profile latency", "current value" */
         Candidate candidates[MEASURE_MAX_CANDIDATES]; /* [0] is the baseline */
         size_t n;
         size_t chosen; /* the winner, or 0 */
         char *skipped; /* why the knob was not measured, or NULL */
         bool judged;   /* every round measured and the verdicts given (not when interrupted) */
 } KnobTrial;
+
+/* "scheduler", ..., or "poll". */
+const char *knob_trial_name(const KnobTrial *kt);
 
 typedef struct MeasureReport {
         char *disk;
@@ -110,7 +116,7 @@ typedef struct MeasureReport {
         bool pinned;    /* IOTUNED_PROFILE chose it: a rule's set: would not apply */
         BlockLoad load; /* before: the busy check */
         unsigned rounds_done;
-        KnobTrial trials[_KNOB_MAX];
+        KnobTrial trials[_KNOB_MAX + 1]; /* the knobs, then poll */
         size_t n_trials;
         char *restore_error; /* what could not be put back, NULL when all was */
         bool interrupted;

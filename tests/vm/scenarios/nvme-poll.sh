@@ -74,6 +74,35 @@ check_daemon_rebinds_for_more() {
 	assert_eq active "$(systemctl is-active iotuned.service)" "iotuned.service"
 }
 
+# iotunectl tune's poll trial, with iotuned.service running: the same reads
+# interrupt-driven and polled (IORING_SETUP_IOPOLL) at QD1, where TCG makes an
+# interrupt dear (bench/fio-poll: 1.8x). The polled ones must really poll: the
+# controller's I/O vectors fire for the interrupt-driven reads only.
+check_tune_measures_polled_reads() {
+	local disk ctrl a b json
+	disk=$(disk_by_serial nv0)
+	ctrl=$(nvme_ctrl_of_disk "$disk")
+	a=$(nvme_io_irqs "$ctrl")
+	json=$(iotunectl tune "$disk" --knobs poll --depths 1 --rounds 5 --alpha 0.05 --runtime 500ms --warmup 100ms \
+		--json) || fail "iotunectl tune --knobs poll failed: $json"
+	b=$(nvme_io_irqs "$ctrl")
+	printf '%s' "$json" | "$IOTVM_PY" -c 'import json, sys
+d = json.load(sys.stdin)["devices"][0]
+k = d["knobs"][0]
+assert k["knob"] == "poll" and k["judged"] and k["skipped"] is None, k
+c = {x["value"]: x for x in k["candidates"]}
+ri, rp = c["interrupt"]["depths"][0]["reads"], c["polled"]["depths"][0]["reads"]
+print("    interrupt-driven %d reads, polled %d reads (%s, gain %+.0f%% in %d/5 rounds); I/O interrupts %d" % (
+    ri, rp, c["polled"]["verdict"], 100 * c["polled"]["gain"]["median"], c["polled"]["gain"]["rounds_favouring"],
+    int(sys.argv[1])))
+assert c["polled"]["verdict"] == "winner", c["polled"]
+assert k["changed"] is False and d["proposal"] is None and d["restored"] is True, d
+# every interrupt-driven read (warm-up included) raises one; polled ones none
+assert int(sys.argv[1]) < ri + rp // 2, "polled reads raised interrupts"
+' $((b - a)) || fail "the poll trial: $json"
+	note "ok: polled reads measured without interrupts, judged, never proposed as a setting"
+}
+
 check_journal_entries_match_catalog() {
 	# Last: the events of the checks above, against the installed catalog.
 	assert_journal_matches_catalog

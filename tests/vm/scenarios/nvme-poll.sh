@@ -75,15 +75,19 @@ check_daemon_rebinds_for_more() {
 }
 
 # iotunectl tune's poll trial, with iotuned.service running: the same reads
-# interrupt-driven and polled (IORING_SETUP_IOPOLL) at QD1, where TCG makes an
-# interrupt dear (bench/fio-poll: 1.8x). The polled ones must really poll: the
-# controller's I/O vectors fire for the interrupt-driven reads only.
+# interrupt-driven and polled (IORING_SETUP_IOPOLL) at QD1. Which wins is not
+# asserted: under TCG a polling vCPU competes with QEMU's own emulation for
+# the host's two cores, so polled reads won 2x in one run here and lost 34% in
+# another (bench/fio-poll measures the effect properly). What is asserted: the
+# trial ran and was judged, the polled reads really polled (no warm-up, so the
+# controller's I/O vectors fire once per interrupt-driven read and never for a
+# polled one), and nothing was proposed as a setting.
 check_tune_measures_polled_reads() {
 	local disk ctrl a b json
 	disk=$(disk_by_serial nv0)
 	ctrl=$(nvme_ctrl_of_disk "$disk")
 	a=$(nvme_io_irqs "$ctrl")
-	json=$(iotunectl tune "$disk" --knobs poll --depths 1 --rounds 5 --alpha 0.05 --runtime 500ms --warmup 100ms \
+	json=$(iotunectl tune "$disk" --knobs poll --depths 1 --rounds 5 --alpha 0.05 --runtime 500ms --warmup 0 \
 		--json) || fail "iotunectl tune --knobs poll failed: $json"
 	b=$(nvme_io_irqs "$ctrl")
 	printf '%s' "$json" | "$IOTVM_PY" -c 'import json, sys
@@ -95,9 +99,11 @@ ri, rp = c["interrupt"]["depths"][0]["reads"], c["polled"]["depths"][0]["reads"]
 print("    interrupt-driven %d reads, polled %d reads (%s, gain %+.0f%% in %d/5 rounds); I/O interrupts %d" % (
     ri, rp, c["polled"]["verdict"], 100 * c["polled"]["gain"]["median"], c["polled"]["gain"]["rounds_favouring"],
     int(sys.argv[1])))
-assert c["polled"]["verdict"] == "winner", c["polled"]
+assert c["polled"]["verdict"] in ("winner", "tie", "worse", "mixed"), c["polled"]
 assert k["changed"] is False and d["proposal"] is None and d["restored"] is True, d
-# every interrupt-driven read (warm-up included) raises one; polled ones none
+assert ri > 100 and rp > 100, (ri, rp)
+# every interrupt-driven read raises one interrupt (a few more: reads that ended
+# after a probe stopped counting); a polled one none
 assert int(sys.argv[1]) < ri + rp // 2, "polled reads raised interrupts"
 ' $((b - a)) || fail "the poll trial: $json"
 	note "ok: polled reads measured without interrupts, judged, never proposed as a setting"

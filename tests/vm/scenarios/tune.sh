@@ -195,7 +195,10 @@ check_busy_disk_is_refused() {
 	pid=$!
 	# shellcheck disable=SC2064 # this pid, now
 	trap "kill $pid 2>/dev/null || true" EXIT
-	sleep 2
+	# fio takes seconds to start under TCG: wait until its reads show in the stat
+	local n0
+	n0=$(awk '{ print $1 }' /sys/block/nullb0/stat)
+	wait_for "(( \$(awk '{ print \$1 }' /sys/block/nullb0/stat) > n0 + 2000 ))" 30 "cat /sys/block/nullb0/stat"
 	out=$(iotunectl tune nullb0 --knobs scheduler "${TUNE_ARGS[@]}" 2>&1) || rc=$?
 	kill "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true

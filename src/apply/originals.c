@@ -295,11 +295,11 @@ int originals_record_locked(const char *dir, const DevicePlan *plan) {
         json_object_object_add(root, "recorded_realtime", json_object_new_int64((int64_t) time(NULL)));
         for (size_t k = 0; k < _KNOB_MAX; k++) {
                 const Knob *kn = &knob_table[k];
-                _cleanup_free_ char *raw = NULL, *norm = NULL;
+                _cleanup_free_ char *norm = NULL;
                 if (!streq(kn->section, "queue") || (kn->needs_mq && !d->has_mq))
                         continue;
                 /* Unreadable knobs (no WBT on this queue, old kernels) have nothing to restore. */
-                if (read_attr_at(d->syspath, kn->attr, &raw) < 0 || kn->normalize(raw, &norm) < 0)
+                if (knob_read_queue(kn, d->syspath, &norm) < 0)
                         continue;
                 json_object_object_add(values, kn->name, json_object_new_string(norm));
         }

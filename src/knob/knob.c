@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpuset.h"
+#include "fileio.h"
 #include "knob.h"
 #include "nvme-feature.h"
 #include "util.h"
@@ -735,4 +736,20 @@ const Knob *knob_resolve_basis(void) {
                 if (knob_table[i].resolve_basis)
                         return &knob_table[i];
         return NULL;
+}
+
+int knob_read_queue(const Knob *k, const char *disk_syspath, char **ret) {
+        _cleanup_free_ char *raw = NULL;
+        int r;
+
+        assert(k);
+        assert(k->normalize);
+        assert(streq(k->section, "queue"));
+        assert(disk_syspath);
+        assert(ret);
+
+        r = read_attr_at(disk_syspath, k->attr, &raw);
+        if (r < 0)
+                return r;
+        return k->normalize(raw, ret);
 }

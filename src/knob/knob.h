@@ -120,5 +120,10 @@ extern const char *const aspm_link_files[ASPM_N_STATES];   /* "l0s_aspm", "l1_as
 int aspm_states_from_string(const char *s, unsigned *ret);
 int aspm_states_to_string(unsigned mask, char **ret);
 
+/* The current value of queue row `k` (section "queue") of the disk at
+ * `disk_syspath`: its attribute read and normalized. -errno when it cannot be
+ * read (no such attribute on this queue) or normalized. */
+int knob_read_queue(const Knob *k, const char *disk_syspath, char **ret);
+
 /* The row with resolve_basis set, or NULL. */
 const Knob *knob_resolve_basis(void);

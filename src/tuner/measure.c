@@ -111,19 +111,6 @@ int measure_candidates(KnobId k, const Device *d, char ***ret) {
         return 0;
 }
 
-/* The current value of knob `k`, in the knob's canonical terms; -ENOENT when
- * the disk has no such attribute. */
-static int read_current(const Device *d, KnobId k, char **ret) {
-        _cleanup_free_ char *raw = NULL;
-        const Knob *kn = knob_get(k);
-        int r;
-
-        r = read_attr_at(d->syspath, kn->attr, &raw);
-        if (r < 0)
-                return r;
-        return kn->normalize ? kn->normalize(raw, ret) : (*ret = strdup(strstrip(raw))) ? 0 : -ENOMEM;
-}
-
 /* Apply `values` (NULL: leave) to the disk through the reconcile path. The
  * resulting row of knob `k` (or _KNOB_INVALID) is copied out. */
 static int apply_values(Tuner *t, const char *name, char *const values[_KNOB_MAX], KnobId k, char **ret_observed,
@@ -252,7 +239,7 @@ static int prepare_trials(const DevicePlan *plan, const Device *d, const Measure
 
                 if (kt)
                         kt->knob = k;
-                k_r = read_current(d, k, &start[k]);
+                k_r = knob_read_queue(knob_get(k), d->syspath, &start[k]);
                 if (k_r == -ENOMEM)
                         return k_r;
                 if (k_r < 0) {

@@ -6,7 +6,7 @@
 
 The floors, lowest first (README.md, "Layout"):
 
-    shared -> {probe, measure} -> knob -> config -> plan -> apply -> {tuner, report} -> {cli, daemon} -> main
+    shared -> {probe, measure} -> knob -> {config, diagnose} -> plan -> apply -> {tuner, report} -> {cli, daemon} -> main
 
 A file may use its own folder and the floors below it, never a floor above, nor
 another folder of its own floor. Two checks, each with the file and the name:
@@ -28,6 +28,7 @@ FLOORS = {
     "probe": 1,
     "measure": 1,
     "knob": 2,
+    "diagnose": 3,
     "config": 3,
     "plan": 4,
     "apply": 5,

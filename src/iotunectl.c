@@ -39,6 +39,11 @@ static void help(void) {
                "                          nomerges and wbt_lat_usec with read-only io_uring reads,\n"
                "                          keep what wins beyond the noise, propose a drop-in\n"
                "                          (written with --write); see 'iotunectl tune --help'.\n"
+               "  diagnose [DEVICE...]    Read-only: sample each disk's load, interrupts and poll\n"
+               "                          queues, read the drive's health, name who else writes\n"
+               "                          its knobs (udev rules with file:line, TuneD, irqbalance);\n"
+               "                          findings most severe first. Exit 0: nothing above a\n"
+               "                          notice, 1: warnings, 2: a critical finding.\n"
                "\n"
                "DEVICE is a kernel name (nvme0n1, sda, nvme1c1n1) or a /dev path of a whole disk.\n"
                "Without DEVICE, every disk is considered (loop, dm, md and zram only when the\n"
@@ -182,6 +187,33 @@ static const VerbHelp verbs[] = {
           "  iotunectl tune nvme0n1\n"
           "  iotunectl tune nvme0n1 --knobs scheduler,nr_requests --rounds 7 --plot /tmp/tune\n"
           "  iotunectl tune nvme0n1 --write && systemctl reload iotuned\n" },
+        { "diagnose", "diagnose [DEVICE...] [--interval TIME] [--all]",
+          "What the files iotuned reads anyway say about each disk, and who else writes\n"
+          "its knobs, read-only (nothing is written, no hold is taken). Two samples\n"
+          "--interval apart of /sys/block/DISK/stat (and inflight), /proc/interrupts and\n"
+          "the blk-mq debugfs counters give:\n"
+          "  software-queue    a deep queue and a high await while the device is not the\n"
+          "                    limit, with a scheduler (mq-deadline on NVMe): requests\n"
+          "                    wait in software\n"
+          "  irq-off-node, hot-cpu, silent-queue, queue-map-one-cpu, few-queues\n"
+          "                    interrupt balance and queue maps\n"
+          "  poll-queues-unused  poll queues no I/O reaches\n"
+          "and, once per NVMe controller, the SMART / health log and APST (through\n"
+          "libnvme): critical warnings, temperature against its thresholds, time\n"
+          "throttled, media errors, the worst APST exit latency. Other writers: udev\n"
+          "rules in /etc, /run and /usr/lib/udev/rules.d assigning a queue attribute\n"
+          "(file:line, and whether the rule's match keys match the disk), the active\n"
+          "TuneD profile's [disk] and [sysfs] entries, irqbalance, another iotuned; one\n"
+          "that writes a value the profile does not want is a fight (fights-iotuned).\n"
+          "With iotuned running, its drift counts and conflicts per knob are added.\n"
+          "Exit 0: nothing above a notice, 1: warnings, 2: a critical finding (the drive\n"
+          "itself), 4: no such disk.\n",
+          "  --interval TIME       time between the two samples (default 1s; 100ms-60s)\n"
+          "  --all                 also list the info findings: the numbers measured\n"
+          "  --json, --root DIR, --config DIR\n",
+          "  iotunectl diagnose\n"
+          "  iotunectl diagnose nvme0n1 --interval 5s --all\n"
+          "  iotunectl diagnose --json | jq '.devices[].findings[] | select(.severity != \"info\")'\n" },
 };
 
 static const VerbHelp *verb_help_find(const char *name) {
@@ -217,6 +249,7 @@ enum {
         ARG_FORCE,
         ARG_WRITE,
         ARG_PLOT,
+        ARG_INTERVAL,
 };
 
 int main(int argc, char *argv[]) {
@@ -244,6 +277,7 @@ int main(int argc, char *argv[]) {
                 { "force", no_argument, NULL, ARG_FORCE },
                 { "write", no_argument, NULL, ARG_WRITE },
                 { "plot", required_argument, NULL, ARG_PLOT },
+                { "interval", required_argument, NULL, ARG_INTERVAL },
                 {},
         };
         Cli cli = { .root = "/" };
@@ -329,6 +363,9 @@ int main(int argc, char *argv[]) {
                 case ARG_PLOT:
                         cli.tune.plot = optarg;
                         break;
+                case ARG_INTERVAL:
+                        cli.interval = optarg;
+                        break;
                 case ':':
                         log_error("Option '%s' needs an argument. Try 'iotunectl --help'.", esc(argv[optind - 1]));
                         return EXIT_USAGE;
@@ -365,6 +402,10 @@ int main(int argc, char *argv[]) {
         if (!streq(verb, "tune") && cli_tune_args_given(&cli.tune)) {
                 log_error("The options --knobs, --depths, --block-size, --rounds, --runtime, --warmup, --range, "
                           "--hipri, --min-effect, --alpha, --busy, --force, --write and --plot belong to 'tune'.");
+                return EXIT_USAGE;
+        }
+        if (!streq(verb, "diagnose") && cli.interval) {
+                log_error("The option --interval belongs to 'diagnose'.");
                 return EXIT_USAGE;
         }
         if (cli_init(&cli) < 0)
@@ -407,7 +448,9 @@ int main(int argc, char *argv[]) {
                         ex = EXIT_USAGE;
                 } else
                         ex = cli_tune(&cli, args);
-        } else if (streq(verb, "check-config")) {
+        } else if (streq(verb, "diagnose"))
+                ex = cli_diagnose(&cli, args);
+        else if (streq(verb, "check-config")) {
                 if (nargs != 0) {
                         log_error("check-config takes no arguments (use --config DIR to check another tree).");
                         ex = EXIT_USAGE;

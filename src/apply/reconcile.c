@@ -495,6 +495,13 @@ static int record_once(DevicePlan *p, const ReconcileOptions *o, bool *recorded,
         return 0;
 }
 
+/* The rows the kernel resets when row `k` changes (its `resets`) are reset by it. */
+static void mark_resets(const Knob *reset_by[static _KNOB_MAX], const Knob *k) {
+        for (size_t j = 0; j < _KNOB_MAX; j++)
+                if (k->resets & KNOB_MASK(j))
+                        reset_by[j] = k;
+}
+
 int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
         const Device *d;
         const Knob *basis = knob_resolve_basis();
@@ -502,7 +509,8 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
          * are resolved against. */
         _cleanup_free_ char *basis_now = NULL;
         const char *basis_after = NULL;
-        /* In a dry run: the rows a changing row resets, and which row that is. */
+        /* The rows a changing row resets, and which row that is: in a dry run, those it
+         * would reset; in APPLY, those its write did reset. */
         const Knob *reset_by[_KNOB_MAX] = {};
         /* The tag depth a module row that sets it leaves pending (nvme.io_queue_depth
          * waiting for a reboot or a rebind): nr_requests notes say what it will allow. */
@@ -533,6 +541,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 free(s->previous);
                 s->observed = s->effective = s->previous = NULL;
                 s->error = 0;
+                s->reset_by = NULL;
                 if (k->needs_mq && !d->has_mq)
                         continue; /* planned as unsupported */
                 if (scope_ops_of(k)->reconcile) {
@@ -636,9 +645,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 }
                 if (o->mode == RECONCILE_DRY_RUN) {
                         s->state = STATE_CHANGED;
-                        for (size_t j = 0; j < _KNOB_MAX; j++)
-                                if (k->resets & KNOB_MASK(j))
-                                        reset_by[j] = k;
+                        mark_resets(reset_by, k);
                         continue;
                 }
                 if (o->mode == RECONCILE_VERIFY) {
@@ -647,8 +654,12 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 }
 
                 if (s->hold) {
-                        /* The daemon backs off from a setting something keeps reverting. */
+                        /* The daemon backs off from a setting something keeps reverting. The
+                         * rows it resets follow the value the other writer gave it: written
+                         * again, they are not somebody's change of their own. */
                         set_state(s, STATE_DRIFTED, 0, "held back: something keeps changing it (see the conflict report)");
+                        if (s->irq < 0)
+                                mark_resets(reset_by, k);
                         continue;
                 }
 
@@ -671,6 +682,11 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 if (streq(s->observed, s->effective)) {
                         /* Matches even if write() complained (systemd's write_string_file idiom). */
                         s->state = STATE_CHANGED;
+                        /* Whoever changed this row did not change the rows it resets: they
+                         * are written again after it as iotuned's own consequence. */
+                        s->reset_by = s->irq < 0 ? reset_by[k->id] : NULL;
+                        if (s->irq < 0)
+                                mark_resets(reset_by, k);
                         continue;
                 }
                 if (s->irq >= 0 && is_managed_refusal(r)) {

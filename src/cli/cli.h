@@ -35,7 +35,8 @@ typedef struct Cli {
         const char *config_dir;  /* --config: the only configuration directory */
         bool json;
         bool quiet;
-        bool all;                /* also list settings that are ok */
+        bool all;                /* also list settings that are ok; diagnose: info findings */
+        const char *interval;    /* diagnose --interval, as given */
         TuneArgs tune;
         Tuner tuner;             /* the pipeline; iotunectl only adds argv and output */
 } Cli;
@@ -54,6 +55,7 @@ int cli_profiles(Cli *c, const char *action, const char *name);
 int cli_check_config(Cli *c);
 int cli_status(Cli *c);
 int cli_tune(Cli *c, char **devices);
+int cli_diagnose(Cli *c, char **devices);
 
 /* cli.c: steps shared by the verbs. */
 
@@ -65,6 +67,11 @@ int cli_load_config(Cli *c, Config **ret, Diag *ret_diag);
 int cli_config_exit(int r);
 /* Logs why `name` cannot be tuned (tuner_lookup()'s -errno); returns EXIT_NO_DEVICE. */
 int cli_lookup_error(const char *name, int r);
+/* show-status.c: the running daemon's status.json, read as untrusted input.
+ * -ESRCH: iotuned is not running; other -errno: unreadable or malformed. Errors
+ * are logged unless `quiet`. */
+struct Status;
+int cli_read_status(Cli *c, struct Status *ret, bool quiet);
 /* A plan as --json or as a table and summary. */
 void cli_print_plan(Cli *c, const char *command, const Plan *p, bool dry_run, bool show_ok);
 bool plan_has_state(const Plan *p, SettingState st);

@@ -64,36 +64,61 @@ static void status_multipath_paths(const Status *st) {
         }
 }
 
-int cli_status(Cli *c) {
+int cli_read_status(Cli *c, Status *ret, bool quiet) {
         const char *root = c->tuner.root;
         _cleanup_free_ char *path = NULL, *text = NULL, *error = NULL;
+        Status st = {};
+        int r;
+
+        assert(c);
+        assert(ret);
+
+        if (asprintf_safe(&path, "%s%s/status.json", root, IOTUNED_RUN_DIR) < 0)
+                return log_oom();
+        /* Untrusted: not a link, a regular file (a FIFO would block), bounded, and
+         * under --root found inside the root. */
+        r = root_read_regular_file(root, IOTUNED_RUN_DIR "/status.json", STATUS_FILE_MAX, &text);
+        if (r == -ENOENT) {
+                if (!quiet)
+                        log_error("iotuned is not running (no %s). 'iotunectl plan' shows what it would do.",
+                                  esc(path));
+                return -ESRCH;
+        }
+        if (r < 0) {
+                if (!quiet)
+                        log_error("Cannot read %s: %s", esc(path), file_strerror(r));
+                return r;
+        }
+        r = status_parse(text, &st, &error);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0) {
+                if (!quiet)
+                        log_error("%s: %s", esc(path), esc(error));
+                return r;
+        }
+        if (st.pid <= 0 || (kill(st.pid, 0) < 0 && errno == ESRCH)) {
+                if (!quiet)
+                        log_error("iotuned is not running (%s is left over from pid %d).", esc(path), st.pid);
+                status_done(&st);
+                return -ESRCH;
+        }
+        *ret = st;
+        return 0;
+}
+
+int cli_status(Cli *c) {
         Status st = {};
         char **summaries = NULL;
         int r, ex = EXIT_OK, wd = 6, wp = 7, wr = 4, ws = 8;
 
         assert(c);
 
-        if (asprintf_safe(&path, "%s%s/status.json", root, IOTUNED_RUN_DIR) < 0)
-                return log_oom(), EXIT_FAILED;
-        /* Untrusted: not a link, a regular file (a FIFO would block), bounded, and
-         * under --root found inside the root. */
-        r = root_read_regular_file(root, IOTUNED_RUN_DIR "/status.json", STATUS_FILE_MAX, &text);
-        if (r == -ENOENT) {
-                log_error("iotuned is not running (no %s). 'iotunectl plan' shows what it would do.", esc(path));
+        r = cli_read_status(c, &st, false);
+        if (r == -ESRCH)
                 return EXIT_NOT_RUNNING;
-        }
         if (r < 0)
-                return log_error("Cannot read %s: %s", esc(path), file_strerror(r)), EXIT_FAILED;
-        r = status_parse(text, &st, &error);
-        if (r == -ENOMEM)
-                return log_oom(), EXIT_FAILED;
-        if (r < 0)
-                return log_error("%s: %s", esc(path), esc(error)), EXIT_FAILED;
-        if (st.pid <= 0 || (kill(st.pid, 0) < 0 && errno == ESRCH)) {
-                log_error("iotuned is not running (%s is left over from pid %d).", esc(path), st.pid);
-                status_done(&st);
-                return EXIT_NOT_RUNNING;
-        }
+                return EXIT_FAILED;
 
         for (size_t i = 0; i < st.n_devices; i++) {
                 const StatusDevice *d = &st.devices[i];
@@ -179,6 +204,21 @@ int cli_status(Cli *c) {
                         printf("  %s %s: %s (desired %s, observed %s)%s%s\n", esc(d->device), esc(e->object ?: e->knob),
                                setting_state_to_string(e->state), esc(e->effective ?: "-"), esc(e->observed ?: "-"), e->note ? ": " : "",
                                esc(e->note ?: ""));
+                }
+                /* Who fights iotuned over a knob, where it was found. */
+                for (size_t k = 0; k < d->n_settings; k++) {
+                        const StatusSetting *e = &d->settings[k];
+                        if (e->conflict || e->writer)
+                                printf("  %s %s: %s (%u drift%s)%s%s\n", esc(d->device), esc(e->object ?: e->knob),
+                                       e->conflict ? "in conflict" : "was in conflict", e->drifts,
+                                       e->drifts == 1 ? "" : "s", e->writer ? "; written by " : "",
+                                       esc(e->writer ?: ""));
+                }
+                for (size_t k = 0; k < d->n_findings; k++) {
+                        const StatusFinding *f = &d->findings[k];
+                        if (streq(f->severity, "info"))
+                                continue;
+                        printf("  %s %s: %s\n", esc(d->device), esc(f->kind), esc(f->summary));
                 }
         }
         status_done(&st);

@@ -11,32 +11,6 @@
 #include "manager-internal.h"
 #include "util.h"
 
-static void note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now) {
-        DriftVerdict v;
-        uint64_t hold;
-
-        assert(m);
-        assert(p);
-        assert(s);
-
-        v = backoff_note_drift(&s->rt, now, &hold);
-        m->drifts_corrected++;
-        event_setting(EVENT_DRIFT, LOG_NOTICE, p, s, "%s: %s drifted to %s (desired %s); put back", p->device->name,
-                      setting_label(s), s->previous ?: "?", s->effective);
-        if (v == DRIFT_CONFLICT_BEGINS) {
-                m->conflicts++;
-                event_setting(EVENT_CONFLICT, LOG_WARNING, p, s,
-                              "%s: %s keeps being changed back to %s (%u times in %llu s); not writing it for "
-                              "%llu s. Another tuning agent (TuneD, a udev rule, a boot script, irqbalance) "
-                              "is fighting iotuned: remove one of them, or exclude the device in iotuned.yaml",
-                              p->device->name, setting_label(s), s->previous ?: "?", CONFLICT_DRIFTS,
-                              (unsigned long long) (CONFLICT_WINDOW_USEC / USEC_PER_SEC),
-                              (unsigned long long) (hold / USEC_PER_SEC));
-        } else if (v == DRIFT_CONFLICT_HOLDS)
-                log_debug("%s %s: still in conflict, holding %llu s", p->device->name, setting_label(s),
-                          (unsigned long long) (hold / USEC_PER_SEC));
-}
-
 /* A multipath path whose controller is not live (connecting, resetting) is not
  * written: changing its queue freezes it, which waits for the I/O the fabric
  * holds until the controller reconnects (up to ctrl_loss_tmo, 600 s by
@@ -97,6 +71,7 @@ int manager_check_drift(Manager *m) {
                 }
                 if (p->excluded || p->error)
                         continue;
+                changed = manager_sample_load(m, p) || changed;
                 for (size_t k = 0; k < p->n_settings; k++)
                         p->settings[k].hold = backoff_held(&p->settings[k].rt, now);
                 r = tuner_reconcile_device(&m->tuner, p, RECONCILE_APPLY, targets, false);
@@ -106,7 +81,11 @@ int manager_check_drift(Manager *m) {
                         Setting *s = &p->settings[k];
                         if (s->state == STATE_CHANGED) {
                                 s->rt.last_change_usec = manager_now(m, CLOCK_REALTIME);
-                                note_drift(m, p, s, now);
+                                if (s->reset_by)
+                                        log_debug("%s: %s written again: the %s correction reset it.",
+                                                  p->device->name, setting_label(s), s->reset_by->name);
+                                else
+                                        manager_note_drift(m, p, s, now, DRIFT_SEEN_CHECK);
                                 changed = true;
                         } else if (s->state == STATE_FAILED && s->rt.last_reported != STATE_FAILED) {
                                 event_setting(EVENT_FAILED, LOG_WARNING, p, s, "%s: %s: %s", p->device->name,

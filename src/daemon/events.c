@@ -26,6 +26,7 @@ static const char *const message_ids[_EVENT_MAX] = {
         [EVENT_DEVICE_FAILED] = "209e96bbbcf94bcf8c11688bcfa1047e",
         [EVENT_REBOUND] = "888b89d6e31442648abcc12ac966203e",
         [EVENT_HELD] = "1eefff6cf7dd4a7b8e86e08aba44bcdc",
+        [EVENT_FINDING] = "9a590a170d564c508a3b1cd0f25294f6",
 };
 
 static EventSink event_sink = NULL;
@@ -164,6 +165,44 @@ void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting
         va_end(ap);
         if (msg)
                 emit_device(k, priority, p, s, msg);
+}
+
+void event_drift(EventKind k, int priority, const DevicePlan *p, const Setting *s, DriftSeen seen, const char *fmt,
+                 ...) {
+        _cleanup_free_ char *msg = NULL;
+        char *extra[4] = {};
+        va_list ap;
+
+        assert(p);
+        assert(s);
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        extra[0] = field("DRIFT_SEEN", seen == DRIFT_SEEN_UDEV_CHANGE ? "udev-change" : "drift-check");
+        extra[1] = field("WRITER", s->writer);
+        if (msg)
+                emit_device_extra(k, priority, p, s, msg, extra);
+        else
+                free_fields(extra, ELEMENTSOF(extra));
+}
+
+void event_finding(const DevicePlan *p, const Finding *f) {
+        _cleanup_free_ char *msg = NULL;
+        char *extra[4] = {};
+
+        assert(p);
+        assert(f);
+
+        if (asprintf_safe(&msg, "%s: %s", p->device->name, f->summary) < 0)
+                return;
+        extra[0] = field("FINDING", f->kind);
+        extra[1] = field("FINDING_SEVERITY", finding_severity_to_string(f->severity));
+        extra[2] = f->knob ? field("FINDING_KNOB", f->knob) : NULL;
+        extra[3] = field("FINDING_SOURCE", f->source);
+        emit_device_extra(EVENT_FINDING, f->severity >= FINDING_WARNING ? LOG_WARNING : LOG_NOTICE, p, NULL, msg,
+                          extra);
 }
 
 void event_device(EventKind k, int priority, const DevicePlan *p, const char *fmt, ...) {

@@ -26,6 +26,7 @@ typedef enum EventKind {
         EVENT_DEVICE_FAILED,  /* a device could not be tuned at all */
         EVENT_REBOUND,        /* an NVMe controller was unbound and bound for new queue counts */
         EVENT_HELD,           /* `iotunectl tune` holds a device, or its hold ended */
+        EVENT_FINDING,        /* a drift check's load samples show a problem (diagnose/signals.h) */
         _EVENT_MAX,
 } EventKind;
 
@@ -42,6 +43,17 @@ void event_rebound(const DevicePlan *p, const char *controller);
 /* A knob-level event. */
 void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *fmt, ...)
         _printf_(5, 6);
+/* Where a drift was seen: a drift check, or a udev "change" event of the disk (a
+ * udev rule rewrote the knob). Sent as DRIFT_SEEN= ("drift-check", "udev-change"). */
+typedef enum DriftSeen {
+        DRIFT_SEEN_CHECK,
+        DRIFT_SEEN_UDEV_CHANGE,
+} DriftSeen;
+
+/* EVENT_DRIFT and EVENT_CONFLICT: a knob-level event with DRIFT_SEEN=, and WRITER=
+ * when the setting's writer is known. */
+void event_drift(EventKind k, int priority, const DevicePlan *p, const Setting *s, DriftSeen seen, const char *fmt,
+                 ...) _printf_(6, 7);
 /* A device-level event (no KNOB=). */
 void event_device(EventKind k, int priority, const DevicePlan *p, const char *fmt, ...) _printf_(4, 5);
 /* One configuration diagnostic, with CONFIG_FILE=, CONFIG_LINE=, CONFIG_COLUMN=. */
@@ -59,6 +71,10 @@ void event_irqbalance_bans_left(int priority, bool queued, int pid, const char *
 /* `iotunectl tune` (pid) holds `disk` for at most `seconds` (begins), or its hold
  * ended. Fields DEVICE=, HOLDER_PID= (when it begins). */
 void event_hold(const char *disk, bool begins, int pid, unsigned long long seconds);
+
+/* A finding about a tuned disk, when it first appears: FINDING= (its kind),
+ * FINDING_SEVERITY=, KNOB= when it concerns one. */
+void event_finding(const DevicePlan *p, const Finding *f);
 
 /* Log the outcome of a first tuning (start, hotplug, reload) of one device. */
 void event_log_tuned(const DevicePlan *p);

@@ -3,7 +3,7 @@
 
 /* What the daemon's files share; see manager.h for which file does what. The
  * calls run one way: manager.c -> reload.c, hotplug.c, drift.c -> tuning.c,
- * bans.c, publish.c. */
+ * conflict.c, bans.c, publish.c (tuning.c -> conflict.c). */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "backoff.h"
+#include "events.h"
 #include "manager.h"
 #include "util.h"
 
@@ -82,6 +83,14 @@ bool device_vanished(const Device *d);
  * once its hold has ended. */
 bool manager_disk_held(Manager *m, const char *name);
 int manager_release_holds(Manager *m);
+
+/* conflict.c: `s` of `p` drifted and was put back (s->previous is what it had):
+ * counted, backed off from, and reported; a conflict names who else writes it. */
+void manager_note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now, DriftSeen seen);
+
+/* load.c: the disk's load since the last drift check and its findings; a new
+ * warning is logged once. Whether a warning appeared or went away. */
+bool manager_sample_load(Manager *m, DevicePlan *p);
 
 /* drift.c */
 int manager_arm_drift_timer(Manager *m);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -8,6 +9,85 @@
 #include "fileio.h"
 #include "metrics.h"
 #include "util.h"
+
+/* A label value: the exposition format escapes \\, " and newlines. */
+static void put_label(FILE *f, const char *v) {
+        for (; *v; v++)
+                if (*v == '\\' || *v == '"')
+                        fprintf(f, "\\%c", *v);
+                else if (*v == '\n')
+                        fputs("\\n", f);
+                else
+                        fputc(*v, f);
+}
+
+static void load_gauge(FILE *f, const Plan *p, const char *name, const char *help, size_t offset, double scale) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+        for (size_t d = 0; d < p->n; d++) {
+                const DevicePlan *dp = p->devices[d];
+                double v;
+                if (!dp->has_load)
+                        continue;
+                memcpy(&v, (const char *) &dp->load + offset, sizeof(v));
+                fprintf(f, "%s{device=\"", name);
+                put_label(f, dp->device->name);
+                fprintf(f, "\"} %.6g\n", v * scale);
+        }
+}
+
+/* Per disk: the load between the last two drift checks, drifts per knob (a disk's
+ * vectors summed under their knob), and the findings present. At most one series
+ * per disk and knob, and per disk and finding kind: bounded by the disks. */
+static void per_device(FILE *f, const Plan *p) {
+        load_gauge(f, p, "iotuned_device_queue_depth",
+                   "Average requests in flight on the disk between the last two drift checks.",
+                   offsetof(BlockLoad, queue_depth), 1);
+        load_gauge(f, p, "iotuned_device_await_seconds",
+                   "Average time per completed I/O between the last two drift checks.", offsetof(BlockLoad, await_ms),
+                   1e-3);
+        load_gauge(f, p, "iotuned_device_utilisation_ratio",
+                   "Share of the time the disk had I/O in flight between the last two drift checks.",
+                   offsetof(BlockLoad, utilisation), 1);
+        load_gauge(f, p, "iotuned_device_iops", "Reads and writes completed per second between the last two drift checks.",
+                   offsetof(BlockLoad, iops), 1);
+
+        fputs("# HELP iotuned_setting_drifts_total Drifts corrected per disk and knob since the disk was tuned.\n"
+              "# TYPE iotuned_setting_drifts_total counter\n", f);
+        for (size_t d = 0; d < p->n; d++) {
+                const DevicePlan *dp = p->devices[d];
+                unsigned per_knob[_KNOB_MAX] = {};
+                bool planned[_KNOB_MAX] = {};
+                if (dp->excluded)
+                        continue;
+                for (size_t k = 0; k < dp->n_settings; k++) {
+                        per_knob[dp->settings[k].knob->id] += dp->settings[k].rt.drifts;
+                        planned[dp->settings[k].knob->id] = true;
+                }
+                for (size_t k = 0; k < _KNOB_MAX; k++) {
+                        if (!planned[k])
+                                continue;
+                        fputs("iotuned_setting_drifts_total{device=\"", f);
+                        put_label(f, dp->device->name);
+                        fprintf(f, "\",knob=\"%s\"} %u\n", knob_get(k)->name, per_knob[k]);
+                }
+        }
+
+        fputs("# HELP iotuned_device_findings Findings present on a disk (1), by kind and severity.\n"
+              "# TYPE iotuned_device_findings gauge\n", f);
+        for (size_t d = 0; d < p->n; d++) {
+                const DevicePlan *dp = p->devices[d];
+                for (size_t i = 0; i < dp->findings.n; i++) {
+                        const Finding *x = &dp->findings.items[i];
+                        if (x->severity < FINDING_NOTICE)
+                                continue;
+                        fputs("iotuned_device_findings{device=\"", f);
+                        put_label(f, dp->device->name);
+                        fputs("\",kind=\"", f);
+                        put_label(f, x->kind);
+                        fprintf(f, "\",severity=\"%s\"} 1\n", finding_severity_to_string(x->severity));
+                }
+        }
+}
 
 int metrics_format(const Config *c, const Plan *p, const MetricsCounters *m, char **ret) {
         char *buf = NULL;
@@ -69,6 +149,7 @@ int metrics_format(const Config *c, const Plan *p, const MetricsCounters *m, cha
                 "iotuned_last_reconcile_timestamp_seconds %" PRIu64 ".%06" PRIu64 "\n",
                 m->drifts_corrected, m->conflicts, m->reload_failures, m->last_reconcile_usec / 1000000,
                 m->last_reconcile_usec % 1000000);
+        per_device(f, p);
         if (fclose(f) != 0) {
                 free(buf);
                 return -ENOMEM;

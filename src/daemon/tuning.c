@@ -52,7 +52,32 @@ void manager_keep_runtime(const DevicePlan *old, DevicePlan *new) {
                                         keep.last_change_usec = new->settings[b].rt.last_change_usec;
                                 keep.last_reported = new->settings[b].state;
                                 new->settings[b].rt = keep;
+                                if (!new->settings[b].writer && old->settings[a].writer)
+                                        new->settings[b].writer = strdup(old->settings[a].writer);
                         }
+}
+
+static const Setting *old_setting(const DevicePlan *old, const Setting *s) {
+        for (size_t k = 0; k < old->n_settings; k++)
+                if (old->settings[k].knob == s->knob && old->settings[k].irq == s->irq)
+                        return &old->settings[k];
+        return NULL;
+}
+
+/* A re-plan of a known disk at a udev event ("change", typically) found `s` away
+ * from the value it had in place before, with the same value wanted: somebody
+ * changed it (a udev rule that runs on the event, which udev runs before the
+ * event reaches iotuned), and this reconcile put it back. That is drift, as a
+ * drift check would have counted it; a row written again because iotuned's own
+ * write before it reset it is not. Vectors are left to the drift checks: a
+ * re-plan may place them anew. */
+static bool replan_found_drift(const DevicePlan *old, const Setting *s) {
+        const Setting *o;
+
+        if (s->state != STATE_CHANGED || s->reset_by || s->irq >= 0 || !(o = old_setting(old, s)))
+                return false;
+        return (o->state == STATE_OK || o->state == STATE_CHANGED) && streq_ptr(o->effective, s->effective) &&
+               streq_ptr(o->observed, o->effective);
 }
 
 /* Knobs a disk had in its old plan and does not have in the new one (NULL: it is
@@ -223,6 +248,20 @@ int manager_tune_device(Manager *m, Device *d) {
         r = tuner_plan_device(&m->tuner, m->config, d, &m->plan, &p, targets);
         if (r < 0)
                 return r;
+        idx = manager_plan_index(m, p->device->name);
+        if (idx >= 0) {
+                /* Its drift history goes on, and a setting in conflict stays held. */
+                DevicePlan *old = m->plan.devices[idx];
+                manager_keep_runtime(old, p);
+                p->last_stat = old->last_stat;
+                p->has_stat = old->has_stat;
+                p->load = old->load;
+                p->has_load = old->has_load;
+                p->findings = old->findings;
+                old->findings = (FindingList) {};
+                for (size_t k = 0; k < p->n_settings; k++)
+                        p->settings[k].hold = backoff_held(&p->settings[k].rt, manager_now(m, CLOCK_MONOTONIC));
+        }
         /* A rebind brings the disks back as new devices, which come through here again:
          * once per controller and set of counts (the Tuner's rebound list), so one that
          * comes back short is not rebound forever. */
@@ -245,8 +284,13 @@ int manager_tune_device(Manager *m, Device *d) {
         else if (r >= 0)
                 strv_drop(m->unrecorded, p->device->name);
         manager_stamp_changes(m, p);
-        for (size_t k = 0; k < p->n_settings; k++)
-                p->settings[k].rt.last_reported = p->settings[k].state;
+        for (size_t k = 0; k < p->n_settings; k++) {
+                Setting *s = &p->settings[k];
+                if (idx >= 0 && m->in_batch && replan_found_drift(m->plan.devices[idx], s))
+                        manager_note_drift(m, p, s, manager_now(m, CLOCK_MONOTONIC), DRIFT_SEEN_UDEV_CHANGE);
+                s->rt.last_reported = s->state;
+                s->hold = false;
+        }
         manager_pending_drop(m, p->device->name);
         if (device_vanished(p->device))
                 log_debug("%s was removed while it was being tuned; its remove event follows.", p->device->name);
@@ -256,10 +300,8 @@ int manager_tune_device(Manager *m, Device *d) {
         else
                 event_log_tuned(p);
 
-        idx = manager_plan_index(m, p->device->name);
         if (idx >= 0) {
                 manager_restore_dropped_knobs(m, m->plan.devices[idx], p);
-                manager_keep_runtime(m->plan.devices[idx], p);
                 device_plan_free(m->plan.devices[idx]);
                 m->plan.devices[idx] = p;
                 return 0;

@@ -37,12 +37,12 @@ void finding_list_done(FindingList *l) {
         for (size_t i = 0; i < l->n; i++)
                 finding_done(&l->items[i]);
         free(l->items);
-        *l = (FindingList) {};
+        *l = (FindingList){};
 }
 
-Finding *finding_add(FindingList *l, const char *device, const char *kind, FindingSeverity severity,
-                     const char *knob, const char *source, const char *fmt, ...) {
-        Finding f = { .severity = severity }, *items;
+Finding *finding_add(FindingList *l, const char *device, const char *kind, FindingSeverity severity, const char *knob,
+                     const char *source, const char *fmt, ...) {
+        Finding f = {.severity = severity}, *items;
         va_list ap;
         int r;
 
@@ -88,7 +88,7 @@ int finding_value(Finding *f, const char *name, double value) {
                 return -ENOMEM;
         }
         f->values = v;
-        f->values[f->n_values++] = (FindingValue) { .name = n, .value = value };
+        f->values[f->n_values++] = (FindingValue){.name = n, .value = value};
         return 0;
 }
 

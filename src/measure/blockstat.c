@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
+#include <stdio.h>
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -65,6 +66,28 @@ int blockstat_read(const char *disk_syspath, BlockStat *ret) {
         if (r < 0)
                 return r;
         ret->sampled_usec = now_usec(CLOCK_MONOTONIC);
+        return 0;
+}
+
+int blockstat_read_inflight(const char *disk_syspath, unsigned *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        unsigned long long rd, wr;
+        char tail;
+        int r;
+
+        assert(disk_syspath);
+        assert(ret);
+
+        path = path_join(disk_syspath, "inflight");
+        if (!path)
+                return -ENOMEM;
+        r = read_regular_file(path, 4096, &text);
+        if (r < 0)
+                return r;
+        /* "%8u %8u\n" (block/genhd.c part_inflight_show); each at most the tag depth */
+        if (sscanf(text, "%llu %llu %c", &rd, &wr, &tail) != 2 || rd > UINT32_MAX / 2 || wr > UINT32_MAX / 2)
+                return -EBADMSG;
+        *ret = (unsigned) (rd + wr);
         return 0;
 }
 

@@ -22,6 +22,10 @@ int blockstat_parse(const char *text, BlockStat *ret);
 /* Read <disk_syspath>/stat (a regular sysfs file of at most 4 KiB). */
 int blockstat_read(const char *disk_syspath, BlockStat *ret);
 
+/* <disk_syspath>/inflight: reads and writes at the device now (blk-mq: started
+ * and not completed; requests waiting in a scheduler are not counted). */
+int blockstat_read_inflight(const char *disk_syspath, unsigned *ret);
+
 typedef struct BlockLoad {
         double seconds;     /* between the samples */
         double iops;        /* reads and writes completed per second */

@@ -34,6 +34,7 @@ static void setting_done(Setting *s) {
         free(s->observed);
         free(s->previous);
         free(s->note);
+        free(s->writer);
 }
 
 DevicePlan *device_plan_free(DevicePlan *p) {
@@ -46,6 +47,7 @@ DevicePlan *device_plan_free(DevicePlan *p) {
         free(p->error);
         free(p->irq_note);
         free(p->nvme_note);
+        finding_list_done(&p->findings);
         free(p->rebind_key);
         for (size_t i = 0; i < p->n_settings; i++)
                 setting_done(&p->settings[i]);

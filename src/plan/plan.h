@@ -3,8 +3,10 @@
 
 #include <stdint.h>
 
+#include "blockstat.h"
 #include "config.h"
 #include "device.h"
+#include "finding.h"
 #include "irq.h"
 #include "knob.h"
 #include "topology.h"
@@ -54,6 +56,11 @@ typedef struct Setting {
         char *note;         /* why: clamping, errors, unsupported reasons */
         int error;          /* -errno of the last failure, 0 otherwise */
         bool hold;          /* APPLY must not write it (daemon back-off); reported as drifted */
+        const Knob *reset_by; /* APPLY wrote it again because writing this row, before it, reset
+                               * it (the scheduler switch resets nr_requests): a consequence of
+                               * iotuned's own write, not somebody's change */
+        char *writer;       /* the daemon: who else was found writing it, "udev rule
+                             * /etc/udev/rules.d/60-io.rules:3", once it is in conflict */
         SettingRuntime rt;
 } Setting;
 
@@ -73,6 +80,14 @@ typedef struct DevicePlan {
         bool rebound;       /* APPLY unbound the controller: this plan's device is stale */
         char *rebind_key;   /* nvme_rebind_key() of that rebind */
         char *nvme_note;    /* why no controller rows were planned, when there is a reason to say */
+        /* The daemon's view of the disk's load, from its stat file at each drift check:
+         * the last sample, the load between the last two, and what that load shows
+         * (diagnose/signals.h). Empty in the CLI. */
+        BlockStat last_stat;
+        bool has_stat;
+        BlockLoad load;
+        bool has_load;
+        FindingList findings;
 } DevicePlan;
 
 DevicePlan *device_plan_free(DevicePlan *p);

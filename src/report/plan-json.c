@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
+#include <math.h>
 #include <errno.h>
 #include <json-c/json.h>
 
@@ -116,6 +117,42 @@ static json_object *device_facts_json(const Device *d) {
         return o;
 }
 
+static json_object *load_json(const BlockLoad *l) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "seconds", json_object_new_double(l->seconds));
+        json_object_object_add(o, "iops", json_object_new_double(l->iops));
+        json_object_object_add(o, "queue_depth", json_object_new_double(l->queue_depth));
+        json_object_object_add(o, "await_ms", json_object_new_double(l->await_ms));
+        json_object_object_add(o, "utilisation", json_object_new_double(l->utilisation));
+        return o;
+}
+
+json_object *report_findings_json(const FindingList *l) {
+        json_object *a = json_object_new_array();
+
+        assert(l);
+
+        for (size_t i = 0; a && i < l->n; i++) {
+                const Finding *f = &l->items[i];
+                json_object *e = json_object_new_object(), *v = json_object_new_object();
+                json_object_object_add(e, "kind", json_object_new_string(f->kind));
+                json_object_object_add(e, "severity", json_object_new_string(finding_severity_to_string(f->severity)));
+                json_object_object_add(e, "device", json_object_new_string(f->device));
+                json_object_object_add(e, "knob", str_or_null(f->knob));
+                json_object_object_add(e, "source", str_or_null(f->source));
+                json_object_object_add(e, "summary", json_object_new_string(f->summary));
+                for (size_t k = 0; k < f->n_values; k++)
+                        /* JSON has no NaN or infinity: an unmeasurable number is null. */
+                        json_object_object_add(v, f->values[k].name,
+                                               isfinite(f->values[k].value) ? json_object_new_double(f->values[k].value)
+                                                                            : NULL);
+                json_object_object_add(e, "values", v);
+                json_object_array_add(a, e);
+        }
+        return a;
+}
+
 int report_add_plan(json_object *o, const Plan *p, bool dry_run) {
         json_object *devs = json_object_new_array(), *summary = json_object_new_object(),
                     *states = json_object_new_object();
@@ -173,11 +210,16 @@ int report_add_plan(json_object *o, const Plan *p, bool dry_run) {
                                 json_object_object_add(e, "conflict", json_object_new_boolean(s->rt.conflict));
                                 json_object_object_add(e, "last_change_realtime_usec",
                                                        json_object_new_uint64(s->rt.last_change_usec));
+                                json_object_object_add(e, "writer", str_or_null(s->writer));
                         }
                         json_object_array_add(settings, e);
                 }
                 json_object_object_add(d, "nvme_note", str_or_null(dp->nvme_note));
                 json_object_object_add(d, "settings", settings);
+                if (dp->has_load)
+                        json_object_object_add(d, "load", load_json(&dp->load));
+                if (dp->findings.n)
+                        json_object_object_add(d, "findings", report_findings_json(&dp->findings));
                 json_object_array_add(devs, d);
         }
 

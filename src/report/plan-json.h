@@ -23,3 +23,6 @@ struct json_object *report_plan_document(const char *command, const Plan *p, boo
 
 /* {"file", "line", "column"} of a configuration position; NULL when it has no file. */
 struct json_object *report_mark_json(const Mark *m);
+/* Findings (diagnose/finding.h) as an array of {kind, severity, device, knob,
+ * source, summary, values: {name: number}}: status.json and `iotunectl diagnose --json`. */
+struct json_object *report_findings_json(const FindingList *l);

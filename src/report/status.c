@@ -225,7 +225,7 @@ static int get_state(Parser *p, json_object *o, const char *path, const char *ke
 }
 
 static int parse_setting(Parser *p, json_object *e, const char *path, StatusSetting *ret) {
-        int r;
+        int conflict = -1, r;
 
         assert(path);
 
@@ -240,13 +240,33 @@ static int parse_setting(Parser *p, json_object *e, const char *path, StatusSett
             (r = get_string(p, e, path, "effective", WANT_OPTIONAL | WANT_NULLABLE, &ret->effective)) < 0 ||
             (r = get_string(p, e, path, "observed", WANT_OPTIONAL | WANT_NULLABLE, &ret->observed)) < 0 ||
             (r = get_string(p, e, path, "note", WANT_OPTIONAL | WANT_NULLABLE, &ret->note)) < 0 ||
-            (r = get_uint(p, e, path, "drifts", WANT_OPTIONAL, UINT_MAX, &ret->drifts)) < 0)
+            (r = get_uint(p, e, path, "drifts", WANT_OPTIONAL, UINT_MAX, &ret->drifts)) < 0 ||
+            (r = get_string(p, e, path, "writer", WANT_OPTIONAL | WANT_NULLABLE, &ret->writer)) < 0 ||
+            (r = get_bool(p, e, path, "conflict", WANT_OPTIONAL, &conflict)) < 0)
+                return r;
+        ret->conflict = conflict > 0;
+        return 0;
+}
+
+static int parse_finding(Parser *p, json_object *e, const char *path, StatusFinding *ret) {
+        int r;
+
+        assert(p);
+        assert(path);
+        assert(ret);
+
+        if (!json_object_is_type(e, json_type_object))
+                return fail(p, path, "expected an object");
+        if ((r = get_string(p, e, path, "kind", WANT_REQUIRED, &ret->kind)) < 0 ||
+            (r = get_string(p, e, path, "severity", WANT_REQUIRED, &ret->severity)) < 0 ||
+            (r = get_string(p, e, path, "knob", WANT_OPTIONAL | WANT_NULLABLE, &ret->knob)) < 0 ||
+            (r = get_string(p, e, path, "summary", WANT_REQUIRED, &ret->summary)) < 0)
                 return r;
         return 0;
 }
 
 static int parse_device(Parser *p, json_object *d, const char *path, StatusDevice *ret) {
-        json_object *settings, *facts, *nvme = NULL, *mpath = NULL;
+        json_object *settings, *findings = NULL, *facts, *nvme = NULL, *mpath = NULL;
         int excluded = -1, r;
 
         assert(p);
@@ -261,7 +281,8 @@ static int parse_device(Parser *p, json_object *d, const char *path, StatusDevic
             (r = get_string(p, d, path, "error", WANT_OPTIONAL | WANT_NULLABLE, &ret->error)) < 0 ||
             (r = get_bool(p, d, path, "excluded", WANT_OPTIONAL, &excluded)) < 0 ||
             (r = get_typed(p, d, path, "facts", json_type_object, WANT_OPTIONAL | WANT_NULLABLE, &facts)) < 0 ||
-            (r = get_typed(p, d, path, "settings", json_type_array, WANT_OPTIONAL, &settings)) < 0)
+            (r = get_typed(p, d, path, "settings", json_type_array, WANT_OPTIONAL, &settings)) < 0 ||
+            (r = get_typed(p, d, path, "findings", json_type_array, WANT_OPTIONAL, &findings)) < 0)
                 return r;
         ret->excluded = excluded > 0;
         if (facts) {
@@ -310,6 +331,22 @@ static int parse_device(Parser *p, json_object *d, const char *path, StatusDevic
                         ret->n_settings++;
                 }
         }
+        if (findings) {
+                size_t n = json_object_array_length(findings);
+                ret->findings = calloc(n ?: 1, sizeof(StatusFinding));
+                if (!ret->findings)
+                        return p->oom = true, -ENOMEM;
+                for (size_t k = 0; k < n; k++) {
+                        _cleanup_free_ char *fp = member_path(path, "findings"), *ep = NULL;
+                        ep = fp ? index_path(fp, k) : NULL;
+                        if (!ep)
+                                return p->oom = true, -ENOMEM;
+                        r = parse_finding(p, json_object_array_get_idx(findings, k), ep, &ret->findings[k]);
+                        if (r < 0)
+                                return r;
+                        ret->n_findings++;
+                }
+        }
         return 0;
 }
 
@@ -318,6 +355,7 @@ void status_done(Status *s) {
 
         for (size_t i = 0; i < s->n_devices; i++) {
                 free(s->devices[i].settings);
+                free(s->devices[i].findings);
                 free(s->devices[i].nvme);
                 free(s->devices[i].path);
         }

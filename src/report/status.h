@@ -15,6 +15,8 @@ struct json_object;
 
 typedef struct StatusSetting {
         const char *knob, *object, *effective, *observed, *note;
+        const char *writer;     /* who else writes it, once in conflict; NULL: not known */
+        bool conflict;
         SettingState state;
         unsigned drifts;
 } StatusSetting;
@@ -31,6 +33,11 @@ typedef struct StatusPath {
         const char *head, *controller, *state, *ana_state;
 } StatusPath;
 
+/* A finding of the daemon's load samples (diagnose/finding.h). */
+typedef struct StatusFinding {
+        const char *kind, *severity, *knob, *summary;
+} StatusFinding;
+
 typedef struct StatusDevice {
         const char *device, *profile, *rule, *error;
         bool excluded;
@@ -38,6 +45,8 @@ typedef struct StatusDevice {
         StatusPath *path;       /* NULL when not a multipath path */
         StatusSetting *settings;
         size_t n_settings;
+        StatusFinding *findings;
+        size_t n_findings;
 } StatusDevice;
 
 typedef struct Status {

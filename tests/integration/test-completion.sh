@@ -37,6 +37,8 @@ expect "status" iotunectl help sta
 expect "tune" iotunectl tu
 expect "nr_requests" iotunectl tune --knobs nr
 expect "--runtime" iotunectl tune --ru
+expect "diagnose" iotunectl dia
+expect "--interval" iotunectl diagnose --inte
 expect "--no-pager" iotunectl --no
 expect "latency" iotunectl profiles show lat
 

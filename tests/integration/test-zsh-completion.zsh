@@ -44,6 +44,7 @@ print 'name: zz-site\nextends: latency' >$tmp/conf/profiles/zz-site.yaml
 expect "check-config" "iotunectl check"
 expect "latency" "iotunectl profiles show lat"
 expect "tune" "iotunectl tu"
+expect "diagnose" "iotunectl dia"
 expect "zz-site" "iotunectl --config=$tmp/conf profiles show zz"
 expect "list show" "iotunectl profiles "
 # without --config the site profile is not offered

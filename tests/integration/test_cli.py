@@ -383,6 +383,48 @@ class CliTest(unittest.TestCase):
         self.assertIn("sign test", out)
         self.assertIn("--alpha", out)
 
+    def test_diagnose_names_the_udev_rule_and_checks_its_options(self):
+        self.bed.nvme(0)
+        self.bed.sata("sda", rotational=1)
+        rules = os.path.join(self.root, "etc/udev/rules.d")
+        os.makedirs(rules)
+        with open(os.path.join(rules, "60-legacy.rules"), "w") as f:
+            f.write('ACTION=="add|change", KERNEL=="nvme[0-9]*n[0-9]*", ATTR{queue/scheduler}="mq-deadline"\n')
+        # An idle disk's counters (the 17 fields of 6.1): sampled twice, no I/O between.
+        self.bed.write("nvme0n1", "stat", "100 0 800 40 0 0 0 0 0 50 40 0 0 0 0 0 0")
+        self.bed.write("nvme0n1", "inflight", "0 0")
+        doc = self.json_of("diagnose", "--interval", "100ms", expect=1)  # warnings
+        self.assertEqual(doc["command"], "diagnose")
+        self.assertFalse(doc["daemon_status"])
+        self.assertGreaterEqual(doc["seconds"], 0.1)
+        devs = self.by_device(doc)
+        self.assertEqual(sorted(devs), ["nvme0n1", "sda"])
+        nv = {(f["kind"], f["knob"]): f for f in devs["nvme0n1"]["findings"]}
+        rule = nv[("udev-rule-writer", "scheduler")]
+        self.assertEqual(rule["severity"], "warning")
+        self.assertEqual(rule["source"], "/etc/udev/rules.d/60-legacy.rules:1")
+        self.assertIn("sets scheduler=mq-deadline on add|change events", rule["summary"])
+        fight = nv[("fights-iotuned", "scheduler")]
+        self.assertIn("profile latency wants none", fight["summary"])
+        self.assertIn("idle: no I/O completed", nv[("io-load", None)]["summary"])
+        # most severe first
+        sev = ["critical", "warning", "notice", "info"]
+        order = [sev.index(f["severity"]) for f in devs["nvme0n1"]["findings"]]
+        self.assertEqual(order, sorted(order))
+        # the rule does not match sda: no writer finding there
+        self.assertNotIn("udev-rule-writer", [f["kind"] for f in devs["sda"]["findings"]])
+        text = self.run_cli("diagnose", "nvme0n1", "--interval", "100ms", expect=1).stdout
+        self.assertRegex(text, r"warning\s+udev-rule-writer\s+scheduler\s+/etc/udev/rules.d/60-legacy.rules:1 sets")
+        self.assertNotIn("io-load", text)
+        self.assertIn("io-load", self.run_cli("diagnose", "nvme0n1", "--interval", "100ms", "--all", expect=1).stdout)
+        # options and devices
+        self.assertIn("Invalid --interval '5ms'", self.run_cli("diagnose", "--interval", "5ms", expect=64).stderr)
+        self.assertIn("belongs to 'diagnose'", self.run_cli("plan", "--interval", "1s", expect=64).stderr)
+        self.assertIn("No such block disk: nvme9n9", self.run_cli("diagnose", "nvme9n9", expect=4).stderr)
+        out = self.run_cli("diagnose", "--help").stdout
+        self.assertTrue(out.startswith("Usage: iotunectl [OPTIONS] diagnose [DEVICE...]"), out)
+        self.assertIn("software-queue", out)
+
     def test_cli_conventions(self):
         self.standard_set()
         # per-command help, in both spellings, and help for an unknown command
@@ -391,7 +433,7 @@ class CliTest(unittest.TestCase):
             self.assertTrue(out.startswith("Usage: iotunectl [OPTIONS] plan [DEVICE...]"), out)
             self.assertIn("Options for plan:", out)
             self.assertNotIn("Commands:", out)
-        for verb in ("apply", "verify", "restore", "status", "explain", "profiles", "check-config", "tune"):
+        for verb in ("apply", "verify", "restore", "status", "explain", "profiles", "check-config", "tune", "diagnose"):
             self.assertIn(f"Usage: iotunectl [OPTIONS] {verb}", self.run_cli(verb, "--help").stdout)
         self.assertIn("Commands:", self.run_cli("help").stdout)
         self.assertIn("Unknown command 'nope'", self.run_cli("help", "nope", expect=64).stderr)
@@ -736,6 +778,19 @@ class CliTest(unittest.TestCase):
         doc = json.loads(self.run_cli_quick("--json", "plan", expect=2).stdout)
         s = self.settings(doc["devices"][0])
         self.assertEqual(s["nomerges"]["state"], "failed")
+        # diagnose reads more: the disk's stat and inflight, rules, debugfs
+        for a in ("stat", "inflight"):
+            attr = self.bed.attr_path("nvme0n1", a)
+            if os.path.exists(attr):
+                os.unlink(attr)
+            os.mkfifo(attr)
+        rules = os.path.join(self.root, "etc/udev/rules.d")
+        os.makedirs(rules)
+        os.mkfifo(os.path.join(rules, "60-fifo.rules"))
+        doc = json.loads(self.run_cli_quick("--json", "diagnose", "--interval", "100ms", expect=1).stdout)
+        kinds = [f["kind"] for f in doc["devices"][0]["findings"]]
+        self.assertIn("setting-failed", kinds)
+        self.assertNotIn("io-load", kinds)  # no stat to sample
 
     def test_root_links_never_lead_out_of_the_root(self):
         outside = tempfile.mkdtemp(prefix="iotuned-outside-")

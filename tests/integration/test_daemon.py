@@ -274,6 +274,67 @@ class DaemonTest(unittest.TestCase):
         self.stop()
         self.ctl("status", expect=5)
 
+    def test_a_hand_change_of_the_scheduler_is_one_drift(self):
+        """The kernel resets nr_requests when the scheduler changes: putting the
+        scheduler back makes iotuned write nr_requests again, which is not drift."""
+        self.bed.nvme(0)
+        self.start()
+        wait_for(lambda: self.status()["daemon"]["drifts_corrected"] == 0, what="status")
+        # what `echo mq-deadline > queue/scheduler` does on 6.1, at once: the daemon
+        # is stopped meanwhile so no drift check sees half of it
+        self.proc.send_signal(signal.SIGSTOP)
+        self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+        self.bed.write("nvme0n1", "queue/nr_requests", "256")
+        self.proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: self.bed.read("nvme0n1", "queue/nr_requests") == "1023", what="both put back")
+        wait_for(lambda: self.status()["daemon"]["drifts_corrected"] >= 1, what="drift counted")
+        time.sleep(3 * INTERVAL)
+        st = self.status()
+        self.assertEqual(st["daemon"]["drifts_corrected"], 1, self.daemon_log())
+        knobs = {s["knob"]: s for s in st["devices"][0]["settings"]}
+        self.assertEqual(knobs["scheduler"]["drifts"], 1)
+        self.assertEqual(knobs["nr_requests"].get("drifts", 0), 0)
+        self.assertIn("nvme0n1: scheduler drifted to mq-deadline (desired none); put back", self.daemon_log())
+        self.assertNotIn("nr_requests drifted", self.daemon_log())
+        self.stop()
+
+    def test_a_udev_rule_fighting_on_change_events_is_a_conflict_naming_the_rule(self):
+        """Seed 002: a legacy rule puts mq-deadline back on every change event."""
+        self.bed.nvme(0)
+        rules = os.path.join(self.root, "etc/udev/rules.d")
+        os.makedirs(rules)
+        with open(os.path.join(rules, "60-legacy-sched.rules"), "w") as f:
+            f.write("# from the old image\n"
+                    'ACTION=="add|change", KERNEL=="nvme[0-9]*n[0-9]*", ATTR{queue/scheduler}="mq-deadline"\n')
+        # no drift check during the test: only the change events can see the rule's writes
+        self.conf("iotuned.yaml.d/10-slow.yaml", "reassert: { interval: 1h }\n")
+        self.start()
+        path = self.bed.paths["nvme0n1"]
+        for i in range(5):
+            # what udev does on "change": the rule runs, then the event reaches iotuned
+            self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+            self.bed.tb.uevent(path, "change")
+            wait_for(lambda: self.bed.read("nvme0n1", "queue/scheduler") == "none", what=f"change {i + 1} corrected")
+        wait_for(lambda: "keeps being changed back" in self.daemon_log(), what="conflict")
+        log = self.daemon_log()
+        self.assertEqual(log.count("nvme0n1: scheduler drifted to mq-deadline (desired none) after a udev change "
+                                   "event; put back"), 5, log)
+        self.assertIn("It is written by udev rule /etc/udev/rules.d/60-legacy-sched.rules:2 writing mq-deadline", log)
+        # held now: the sixth change event leaves the rule's value, reported as drifted
+        self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+        self.bed.tb.uevent(path, "change")
+        wait_for(lambda: [s for s in self.status()["devices"][0]["settings"] if s["knob"] == "scheduler"][0]["state"]
+                 == "drifted", what="held after the conflict")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/scheduler"), "none [mq-deadline]")
+        sched = [s for s in self.status()["devices"][0]["settings"] if s["knob"] == "scheduler"][0]
+        self.assertTrue(sched["conflict"])
+        self.assertEqual(sched["drifts"], 5)
+        self.assertEqual(sched["writer"], "udev rule /etc/udev/rules.d/60-legacy-sched.rules:2 writing mq-deadline")
+        out = self.ctl("status", expect=1).stdout
+        self.assertIn("nvme0n1 scheduler: in conflict (5 drifts); written by udev rule "
+                      "/etc/udev/rules.d/60-legacy-sched.rules:2 writing mq-deadline", out)
+        self.stop()
+
     def test_hotplug_add_and_remove(self):
         self.bed.nvme(0)
         self.start()

@@ -187,6 +187,14 @@ TEST(tuning_outcomes) {
         event_device(EVENT_REMOVED, LOG_INFO, &p, "%s removed; forgetting its plan and originals", dev.name);
         event_hold("nvme0n1", true, 4242, 130);
         event_hold("nvme0n1", false, 0, 0);
+        {
+                FindingList l = {};
+                Finding *f = finding_add(&l, "nvme0n1", "software-queue", FINDING_WARNING, "scheduler", NULL,
+                                         "deep queue (31.2 requests on average), await 75.3 ms");
+                ASSERT_TRUE(f);
+                event_finding(&p, f);
+                finding_list_done(&l);
+        }
         ASSERT_INT_EQ(problems, 0);
 }
 
@@ -201,6 +209,10 @@ TEST(drift_conflict_restore) {
         problems = 0;
         event_setting(EVENT_DRIFT, LOG_NOTICE, &p, &drifted, "drifted");
         event_setting(EVENT_CONFLICT, LOG_WARNING, &p, &drifted, "conflict");
+        event_drift(EVENT_DRIFT, LOG_NOTICE, &p, &drifted, DRIFT_SEEN_UDEV_CHANGE, "drifted after a change event");
+        drifted.writer = (char *) "udev rule /etc/udev/rules.d/60-io.rules:3 writing mq-deadline";
+        event_drift(EVENT_CONFLICT, LOG_WARNING, &p, &drifted, DRIFT_SEEN_UDEV_CHANGE, "conflict, writer named");
+        drifted.writer = NULL;
         event_setting(EVENT_RESTORE, LOG_INFO, &rp, &restored, "restored");
         event_setting(EVENT_FAILED, LOG_WARNING, &rp, &unrestorable, "could not be restored");
         event_setting(EVENT_FAILED, LOG_WARNING, &p, &unrestorable, "failed in a drift check");

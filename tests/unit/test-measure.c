@@ -159,6 +159,36 @@ TEST(block_stat_in_every_layout_and_the_load_of_two_samples) {
         ASSERT_INT_EQ(blockstat_load(&b, &a, &l), -EINVAL);
 }
 
+static void put(const char *dir, const char *name, const char *text) {
+        _cleanup_free_ char *p = path_join(dir, name);
+        FILE *f = fopen(p, "we");
+        if (f) {
+                fputs(text, f);
+                fclose(f);
+        }
+}
+
+TEST(inflight_is_two_counts_and_nothing_else) {
+        _cleanup_free_ char *dir = tmpdir_new();
+        _cleanup_free_ char *fifo = path_join(dir, "inflight");
+        unsigned n = 0;
+
+        put(dir, "inflight", "       3        1\n");
+        ASSERT_INT_EQ(blockstat_read_inflight(dir, &n), 0);
+        ASSERT_INT_EQ(n, 4);
+        put(dir, "inflight", "3\n");
+        ASSERT_INT_EQ(blockstat_read_inflight(dir, &n), -EBADMSG);
+        put(dir, "inflight", "3 1 7\n");
+        ASSERT_INT_EQ(blockstat_read_inflight(dir, &n), -EBADMSG);
+        put(dir, "inflight", "99999999999 1\n");
+        ASSERT_INT_EQ(blockstat_read_inflight(dir, &n), -EBADMSG);
+        /* a FIFO is refused, not waited on */
+        ASSERT_INT_EQ(unlink(fifo), 0);
+        ASSERT_INT_EQ(mkfifo(fifo, 0600), 0);
+        ASSERT_TRUE(blockstat_read_inflight(dir, &n) < 0);
+        ASSERT_INT_EQ(n, 4);
+}
+
 TEST(a_hold_is_honoured_until_its_deadline_or_its_holder_ends) {
         _cleanup_free_ char *dir = tmpdir_new();
         const uint64_t now = 1800000000ULL * 1000000ULL;
@@ -220,6 +250,6 @@ TEST(a_hold_file_that_cannot_be_trusted_is_not_honoured) {
 TEST_MAIN(T(buckets_tile_the_range_and_hold_their_values), T(percentiles_within_the_bucket_width_of_the_exact_ones),
           T(merge_adds_counts_and_extremes), T(a_candidate_wins_when_the_rounds_favour_it_beyond_chance),
           T(sign_test_p_values_are_the_binomial_tail), T(the_statistic_is_reproducible_and_refuses_bad_samples),
-          T(block_stat_in_every_layout_and_the_load_of_two_samples),
+          T(block_stat_in_every_layout_and_the_load_of_two_samples), T(inflight_is_two_counts_and_nothing_else),
           T(a_hold_is_honoured_until_its_deadline_or_its_holder_ends),
           T(a_hold_file_that_cannot_be_trusted_is_not_honoured))

@@ -2,6 +2,7 @@
 /* The metrics textfile is written only into a directory its owner alone writes. */
 #include <sys/stat.h>
 
+#include "knob.h"
 #include "macro.h"
 #include "metrics.h"
 #include "tests.h"
@@ -44,4 +45,42 @@ TEST(metrics_dir_must_be_private) {
         tmpdir_remove(t);
 }
 
-TEST_MAIN(T(metrics_dir_must_be_private))
+TEST(per_disk_load_drifts_and_findings_one_series_each) {
+        Config c = {};
+        MetricsCounters m = {};
+        Device d = { .name = (char *) "nvme0n1" }, odd = { .name = (char *) "a\"b\\c" };
+        Setting s[] = {
+                { .knob = knob_by_name("scheduler"), .irq = -1, .rt = { .drifts = 5 } },
+                { .knob = knob_by_name("nr_requests"), .irq = -1 },
+                { .knob = knob_by_name("irq_affinity"), .irq = 40, .rt = { .drifts = 1 } },
+                { .knob = knob_by_name("irq_affinity"), .irq = 41, .rt = { .drifts = 2 } },
+        };
+        DevicePlan p1 = { .device = &d, .settings = s, .n_settings = ELEMENTSOF(s), .has_load = true,
+                          .load = { .queue_depth = 31.5, .await_ms = 12.5, .utilisation = 0.64, .iops = 2500 } };
+        Setting s2[] = { { .knob = knob_by_name("nomerges"), .irq = -1, .rt = { .drifts = 1 } } };
+        DevicePlan p2 = { .device = &odd, .settings = s2, .n_settings = 1 };
+        DevicePlan *all[] = { &p1, &p2 };
+        Plan plan = { .devices = all, .n = 2 };
+        _cleanup_free_ char *text = NULL;
+
+        ASSERT_TRUE(finding_add(&p1.findings, "nvme0n1", "software-queue", FINDING_WARNING, "scheduler", NULL, "x"));
+        ASSERT_TRUE(finding_add(&p1.findings, "nvme0n1", "io-load", FINDING_INFO, NULL, NULL, "y"));
+        ASSERT_INT_EQ(metrics_format(&c, &plan, &m, &text), 0);
+        ASSERT_TRUE(strstr(text, "iotuned_device_queue_depth{device=\"nvme0n1\"} 31.5\n"));
+        ASSERT_TRUE(strstr(text, "iotuned_device_await_seconds{device=\"nvme0n1\"} 0.0125\n"));
+        ASSERT_TRUE(strstr(text, "iotuned_device_utilisation_ratio{device=\"nvme0n1\"} 0.64\n"));
+        ASSERT_TRUE(strstr(text, "iotuned_device_iops{device=\"nvme0n1\"} 2500\n"));
+        ASSERT_TRUE(strstr(text, "iotuned_setting_drifts_total{device=\"nvme0n1\",knob=\"scheduler\"} 5\n"));
+        ASSERT_TRUE(strstr(text, "iotuned_setting_drifts_total{device=\"nvme0n1\",knob=\"nr_requests\"} 0\n"));
+        /* a disk's vectors summed under their knob: one series, not one per vector */
+        ASSERT_TRUE(strstr(text, "iotuned_setting_drifts_total{device=\"nvme0n1\",knob=\"irq_affinity\"} 3\n"));
+        ASSERT_TRUE(strstr(text, "iotuned_device_findings{device=\"nvme0n1\",kind=\"software-queue\","
+                                 "severity=\"warning\"} 1\n"));
+        ASSERT_TRUE(!strstr(text, "kind=\"io-load\"")); /* info findings are measurements, not series */
+        /* no load sampled yet: no load series; label values escaped */
+        ASSERT_TRUE(!strstr(text, "iotuned_device_queue_depth{device=\"a"));
+        ASSERT_TRUE(strstr(text, "iotuned_setting_drifts_total{device=\"a\\\"b\\\\c\",knob=\"nomerges\"} 1\n"));
+        finding_list_done(&p1.findings);
+}
+
+TEST_MAIN(T(metrics_dir_must_be_private), T(per_disk_load_drifts_and_findings_one_series_each))

@@ -32,6 +32,26 @@ TEST(good_document) {
         status_done(&s);
 }
 
+TEST(writer_conflict_and_findings) {
+        Status s = {};
+        char *err = NULL;
+        ASSERT_INT_EQ(status_parse("{" GOOD_DAEMON ",\"devices\":[{\"device\":\"nvme0n1\",\"settings\":[{\"knob\":"
+                                   "\"scheduler\",\"state\":\"drifted\",\"drifts\":5,\"conflict\":true,\"writer\":"
+                                   "\"udev rule /etc/udev/rules.d/60-x.rules:2 writing mq-deadline\"}],\"findings\":[{"
+                                   "\"kind\":\"software-queue\",\"severity\":\"warning\",\"knob\":\"scheduler\","
+                                   "\"summary\":\"deep queue\",\"values\":{\"queue_depth\":31.2}}]}]}",
+                                   &s, &err),
+                      0);
+        ASSERT_TRUE(s.devices[0].settings[0].conflict);
+        ASSERT_STREQ(s.devices[0].settings[0].writer, "udev rule /etc/udev/rules.d/60-x.rules:2 writing mq-deadline");
+        ASSERT_INT_EQ(s.devices[0].n_findings, 1);
+        ASSERT_STREQ(s.devices[0].findings[0].kind, "software-queue");
+        ASSERT_STREQ(s.devices[0].findings[0].severity, "warning");
+        ASSERT_STREQ(s.devices[0].findings[0].knob, "scheduler");
+        ASSERT_STREQ(s.devices[0].findings[0].summary, "deep queue");
+        status_done(&s);
+}
+
 TEST(multipath_path) {
         Status s = {};
         char *err = NULL;
@@ -85,6 +105,15 @@ static const struct {
           "daemon.irqbalance.state: expected a string" },
         { "{\"daemon\":{\"pid\":1},\"devices\":[" GOOD_DEVICE ",3]}", "devices[1]: expected an object" },
         { "{\"daemon\":{\"pid\":1},\"devices\":[{}]}", "devices[0].device: missing" },
+        { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"findings\":{}}]}",
+          "devices[0].findings: expected an array" },
+        { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"findings\":[{\"kind\":\"x\",\"severity\":1}]}]}",
+          "devices[0].findings[0].severity: expected a string" },
+        { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"findings\":[{\"kind\":\"x\",\"severity\":\"warning\"}]}]}",
+          "devices[0].findings[0].summary: missing" },
+        { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"settings\":[{\"knob\":\"k\",\"state\":\"ok\","
+          "\"writer\":7}]}]}",
+          "devices[0].settings[0].writer: expected a string" },
         { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":null}]}", "devices[0].device: expected a string, not null" },
         { "{\"daemon\":{\"pid\":1},\"devices\":[{\"device\":\"a\",\"settings\":{}}]}",
           "devices[0].settings: expected an array" },
@@ -179,5 +208,5 @@ TEST(never_reads_past_the_end) {
         }
 }
 
-TEST_MAIN(T(good_document), T(multipath_path), T(minimal_document), T(malformed_documents_name_the_member),
+TEST_MAIN(T(good_document), T(writer_conflict_and_findings), T(multipath_path), T(minimal_document), T(malformed_documents_name_the_member),
           T(pid_out_of_range_is_not_running), T(never_reads_past_the_end))

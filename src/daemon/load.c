@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* At each drift check, each tuned disk's load since the previous check, from its
+ * stat file, and what that load shows (diagnose/signals.h): kept with the plan for
+ * status.json and the metrics, a finding logged once when it appears. */
+#include <assert.h>
+
+#include "events.h"
+#include "fileio.h"
+#include "log.h"
+#include "manager-internal.h"
+#include "signals.h"
+#include "util.h"
+
+static bool has_kind(const FindingList *l, const char *kind) {
+        for (size_t i = 0; i < l->n; i++)
+                if (streq(l->items[i].kind, kind))
+                        return true;
+        return false;
+}
+
+/* The requests at the device now, -1 when unknown. */
+static double read_inflight(const char *syspath) {
+        unsigned n;
+
+        return blockstat_read_inflight(syspath, &n) < 0 ? -1 : (double) n;
+}
+
+static const char *current_scheduler(const DevicePlan *p) {
+        for (size_t k = 0; k < p->n_settings; k++)
+                if (p->settings[k].knob->id == KNOB_SCHEDULER && p->settings[k].observed)
+                        return p->settings[k].observed;
+        return NULL;
+}
+
+bool manager_sample_load(Manager *m, DevicePlan *p) {
+        _cleanup_free_ char *sched = NULL;
+        FindingList found = {};
+        bool changed = false;
+        BlockStat now;
+        BlockLoad load;
+
+        assert(m);
+        assert(p);
+
+        if (blockstat_read(p->device->syspath, &now) < 0) {
+                p->has_stat = p->has_load = false;
+                return false;
+        }
+        if (p->has_stat && blockstat_load(&p->last_stat, &now, &load) == 0) {
+                const char *s = current_scheduler(p);
+                if (!s && knob_read_queue(knob_get(KNOB_SCHEDULER), p->device->syspath, &sched) >= 0)
+                        s = sched;
+                if (signals_block(p->device->name, s ?: "none", p->device->rotational, &p->last_stat, &now,
+                                  read_inflight(p->device->syspath), &found) == -ENOMEM) {
+                        finding_list_done(&found);
+                        log_oom();
+                        return false;
+                }
+                for (size_t i = 0; i < found.n; i++)
+                        if (found.items[i].severity >= FINDING_WARNING &&
+                            !has_kind(&p->findings, found.items[i].kind)) {
+                                event_finding(p, &found.items[i]);
+                                changed = true;
+                        }
+                for (size_t i = 0; i < p->findings.n; i++)
+                        if (p->findings.items[i].severity >= FINDING_WARNING &&
+                            !has_kind(&found, p->findings.items[i].kind)) {
+                                log_info("%s: %s is gone.", p->device->name, p->findings.items[i].kind);
+                                changed = true;
+                        }
+                finding_list_done(&p->findings);
+                p->findings = found;
+                p->load = load;
+                p->has_load = true;
+        }
+        p->last_stat = now;
+        p->has_stat = true;
+        return changed;
+}

@@ -1099,7 +1099,7 @@ static int process_writers(const Procs *p, WriterList *out) {
                                 .who = who,
                                 .knob = (char *) knob_get(KNOB_IRQ_AFFINITY)->name,
                                 .match = WRITER_MATCH_YES,
-                                .why = (char *) "irqbalance moves vectors it has not been told to leave alone (banned)",
+                                .why = (char *) "moves vectors it has not been told to leave alone (banned)",
                         });
                 if (r < 0)
                         return r;
@@ -1675,7 +1675,11 @@ int writers_findings(const WriterList *l, const char *device, FindingList *out) 
                                                                                            : "change") < 0)
                         return -ENOMEM;
 
-                if (w->kind == WRITER_TUNED)
+                if (w->kind == WRITER_IRQBALANCE)
+                        /* Its why says what it does to a vector; no value to name. */
+                        f = finding_add(out, device, writer_kinds[w->kind], sev, w->knob, NULL, "%s: %s", w->who,
+                                        w->why ?: "moves interrupt vectors");
+                else if (w->kind == WRITER_TUNED)
                         f = finding_add(out, device, writer_kinds[w->kind], sev, w->knob, w->source, "%s (%s) %s (%s)",
                                         w->source ?: "?", w->who, what, w->why ?: "");
                 else

@@ -322,8 +322,7 @@ TEST(findings) {
                         ASSERT_INT_EQ(x->severity, FINDING_NOTICE);
                         ASSERT_TRUE(!x->source);
                         ASSERT_STREQ(x->summary,
-                                     "irqbalance (pid 412) writes irq_affinity (value not known) "
-                                     "(irqbalance moves vectors it has not been told to leave alone (banned))");
+                                     "irqbalance (pid 412): moves vectors it has not been told to leave alone (banned)");
                 } else if (streq(x->kind, "iotuned-writer")) {
                         ASSERT_INT_EQ(x->severity, FINDING_WARNING);
                         ASSERT_STREQ(x->knob, "*");

@@ -209,9 +209,9 @@ int cli_status(Cli *c) {
                 for (size_t k = 0; k < d->n_settings; k++) {
                         const StatusSetting *e = &d->settings[k];
                         if (e->conflict || e->writer)
-                                printf("  %s %s: %s (%u drift%s)%s%s\n", esc(d->device), esc(e->object ?: e->knob),
-                                       e->conflict ? "in conflict" : "was in conflict", e->drifts,
-                                       e->drifts == 1 ? "" : "s", e->writer ? "; written by " : "",
+                                printf("  %s %s: %s%u drift%s%s%s%s\n", esc(d->device), esc(e->object ?: e->knob),
+                                       e->conflict ? "in conflict (" : "", e->drifts, e->drifts == 1 ? "" : "s",
+                                       e->conflict ? ")" : "", e->writer ? "; written by " : "",
                                        esc(e->writer ?: ""));
                 }
                 for (size_t k = 0; k < d->n_findings; k++) {

@@ -36,6 +36,7 @@ typedef struct SettingRuntime {
         bool conflict;               /* in a conflict episode (reported once) */
         SettingState last_reported;  /* to log failures once, not every tick */
         bool managed;                /* an affinity write was refused: kernel-managed, never retried */
+        bool writer_sought;          /* the other writer was looked for (Setting.writer: found) */
 } SettingRuntime;
 
 /* One knob on one object: the disk's queue, or one of its interrupt vectors. */

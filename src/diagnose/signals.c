@@ -537,3 +537,73 @@ int signals_irq(const char *disk, const IrqVectors *v, const IrqCounts *a, const
         }
         return add_queue_map(disk, t, queues, n_queues, out);
 }
+
+/* The interrupts `irq` raised between two samples, over the CPUs both list. */
+static bool irq_total_delta(const IrqCounts *a, const IrqCounts *b, unsigned irq, uint64_t *ret) {
+        const IrqCount *x = irq_counts_find(a, irq), *y = irq_counts_find(b, irq);
+        uint64_t total = 0;
+
+        if (!x || !y)
+                return false;
+        for (unsigned j = 0; j < b->n_cpus; j++) {
+                int col = irq_counts_column(a, b->cpu_ids[j]);
+                if (col >= 0)
+                        total = sat_add(total, count_delta(x->per_cpu[col], y->per_cpu[j]));
+        }
+        *ret = total;
+        return true;
+}
+
+int signals_polled(const char *disk, const BlockStat *sa, const BlockStat *sb, const IrqVectors *v,
+                   const IrqCounts *ia, const IrqCounts *ib, FindingList *out) {
+        uint64_t done, irqs = 0, polled;
+        unsigned io_vectors = 0;
+        double share;
+        Finding *f;
+
+        assert(disk);
+        assert(sa);
+        assert(sb);
+        assert(v);
+        assert(ia);
+        assert(ib);
+        assert(out);
+
+        if (sb->sampled_usec <= sa->sampled_usec || ib->sampled_usec <= ia->sampled_usec)
+                return -EINVAL;
+        if (sb->ios[0] < sa->ios[0] || sb->ios[1] < sa->ios[1])
+                return -EINVAL;
+        done = (sb->ios[0] - sa->ios[0]) + (sb->ios[1] - sa->ios[1]);
+        for (size_t i = 0; i < v->n; i++) {
+                uint64_t d;
+                if (v->items[i].queue < 0)
+                        continue;
+                if (!irq_total_delta(ia, ib, v->items[i].irq, &d))
+                        return 0; /* a vector came or went: no conclusion */
+                irqs = sat_add(irqs, d);
+                io_vectors++;
+        }
+        if (io_vectors == 0 || done < SIGNAL_POLL_MIN_COMPLETIONS || irqs > done)
+                return 0;
+        polled = done - irqs;
+        share = (double) polled / (double) done;
+        if (share <= SIGNAL_POLL_UNUSED_SHARE)
+                f = finding_add(out, disk, "poll-queues-unused", FINDING_NOTICE, "poll_queues", NULL,
+                                "the disk has poll queues, but its %" PRIu64 " completions raised %" PRIu64
+                                " interrupts: no polled I/O reaches them (polling needs RWF_HIPRI or io_uring "
+                                "with IORING_SETUP_IOPOLL, fio --hipri)",
+                                done, irqs);
+        else
+                f = finding_add(out, disk, "polled-completions", FINDING_INFO, "poll_queues", NULL,
+                                "%" PRIu64 " of %" PRIu64 " completions (%.0f%%) raised no interrupt: %s", polled, done,
+                                share * 100,
+                                share >= SIGNAL_POLL_USED_SHARE
+                                        ? "polled I/O reaches the poll queues (or interrupt coalescing is on)"
+                                        : "some I/O is polled (or interrupt coalescing is on)");
+        if (!f)
+                return -ENOMEM;
+        if (finding_value(f, "completions", (double) done) < 0 || finding_value(f, "interrupts", (double) irqs) < 0 ||
+            finding_value(f, "polled_share", share) < 0)
+                return -ENOMEM;
+        return 1;
+}

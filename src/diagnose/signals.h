@@ -91,3 +91,22 @@ int signals_block(const char *disk, const char *scheduler, bool rotational, cons
  * -ENOMEM. */
 int signals_irq(const char *disk, const IrqVectors *v, const IrqCounts *a, const IrqCounts *b, const Topology *t,
                 int numa_node, const HwQueue *queues, size_t n_queues, FindingList *out);
+
+/* Polled I/O, seen from the counters: on a disk with poll queues (io_poll) the
+ * completions between two stat samples against the interrupts its I/O vectors
+ * (queue >= 0) raised between two /proc/interrupts samples. A polled completion
+ * raises none: the submitting task reaps it (FACTS.md). At least
+ * SIGNAL_POLL_MIN_COMPLETIONS completions are needed; with more interrupts than
+ * completions (another disk shares the vectors) nothing is concluded. Adds INFO
+ * "polled-completions" when at least SIGNAL_POLL_USED_SHARE of the completions
+ * raised no interrupt, NOTICE "poll-queues-unused" when at most
+ * SIGNAL_POLL_UNUSED_SHARE did, INFO "polled-completions" with the share in
+ * between. Returns 1 when it concluded, 0 when the counters cannot tell (the
+ * caller may ask blk-mq debugfs), -EINVAL when `b` is not after `a`, -ENOMEM.
+ * Interrupt coalescing also lowers interrupts per completion: the summary says
+ * so. */
+#define SIGNAL_POLL_MIN_COMPLETIONS 100u
+#define SIGNAL_POLL_USED_SHARE 0.5
+#define SIGNAL_POLL_UNUSED_SHARE 0.05
+int signals_polled(const char *disk, const BlockStat *sa, const BlockStat *sb, const IrqVectors *v,
+                   const IrqCounts *ia, const IrqCounts *ib, FindingList *out);

@@ -173,8 +173,16 @@ static int collect(Tuner *t, const DiagnoseOptions *o, DiagnoseReport *rep, Samp
         if (r >= 0 && ia && ib && s[i].vectors.n)
                 r = signals_irq(d->name, &s[i].vectors, ia, ib, &t->topology, d->numa_node, d->queues, d->n_queues,
                                 out);
-        if (r >= 0 && d->io_poll)
-                r = pollq_findings(d->name, d->io_poll, &s[i].hctx[0], &s[i].hctx[1], out);
+        if (r >= 0 && d->io_poll) {
+                /* Completions against interrupts say it where they can; blk-mq's
+                 * debugfs counters otherwise. */
+                int polled = 0;
+                if (ia && ib && s[i].has_stat[0] && s[i].has_stat[1])
+                        polled = signals_polled(d->name, &s[i].stat[0], &s[i].stat[1], &s[i].vectors, ia, ib, out);
+                r = polled == -ENOMEM ? polled
+                    : polled == 1     ? 0
+                                      : pollq_findings(d->name, d->io_poll, &s[i].hctx[0], &s[i].hctx[1], out);
+        }
         if (r >= 0)
                 r = writer_findings(t, dd->plan, out);
         if (r == -ENOMEM)

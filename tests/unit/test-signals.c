@@ -2,6 +2,7 @@
 /* irq_counts_parse()/_load() on captured and hostile /proc/interrupts texts, and
  * the findings signals_block() and signals_irq() draw from two samples
  * (tests/fixtures/signals/). */
+#include <inttypes.h>
 #include <math.h>
 #include <sys/stat.h>
 
@@ -637,6 +638,61 @@ TEST(few_queues) {
         topology_done(&t);
 }
 
+/* Two /proc/interrupts samples of nvme0q0..q2 at IRQs 24-26, and the disk's
+ * reads between them. */
+static void polled_case(uint64_t q1, uint64_t q2, uint64_t reads, FindingList *l, int expect) {
+        IrqVector items[3];
+        IrqVectors v = nvme_vectors(24, items);
+        IrqCounts a = {}, b = {};
+        BlockStat sa = { .ios = { 1000, 50 }, .sampled_usec = 1000000 },
+                  sb = { .ios = { 1000 + reads, 50 }, .sampled_usec = 2000000 };
+        char text[512];
+
+        ASSERT_INT_EQ(irq_counts_parse("           CPU0       CPU1\n 24: 5 0 PCI-MSIX nvme0q0\n 25: 100 0 PCI-MSIX "
+                                       "nvme0q1\n 26: 0 100 PCI-MSIX nvme0q2\n",
+                                       NULL, 0, &a),
+                      0);
+        snprintf(text, sizeof(text),
+                 "           CPU0       CPU1\n 24: 9 0 PCI-MSIX nvme0q0\n 25: %" PRIu64 " 0 PCI-MSIX nvme0q1\n"
+                 " 26: 0 %" PRIu64 " PCI-MSIX nvme0q2\n",
+                 100 + q1, 100 + q2);
+        ASSERT_INT_EQ(irq_counts_parse(text, NULL, 0, &b), 0);
+        a.sampled_usec = 1000000;
+        b.sampled_usec = 2000000;
+        ASSERT_INT_EQ(signals_polled("nvme0n1", &sa, &sb, &v, &a, &b, l), expect);
+        irq_counts_done(&a);
+        irq_counts_done(&b);
+}
+
+TEST(polled_completions_raise_no_interrupts) {
+        FindingList l = {};
+        const Finding *f;
+
+        /* 3000 reads, 10 interrupts on the I/O vectors (the admin vector's 4 do not count) */
+        polled_case(6, 4, 3000, &l, 1);
+        ASSERT_INT_EQ(l.n, 1);
+        f = find(&l, "polled-completions");
+        ASSERT_TRUE(f);
+        ASSERT_INT_EQ(f->severity, FINDING_INFO);
+        ASSERT_STREQ(f->summary, "2990 of 3000 completions (100%) raised no interrupt: polled I/O reaches the poll "
+                                 "queues (or interrupt coalescing is on)");
+        ASSERT_NEAR(value(f, "interrupts"), 10);
+        finding_list_done(&l);
+
+        /* one interrupt per completion: nothing polled */
+        polled_case(1500, 1500, 3000, &l, 1);
+        f = find(&l, "poll-queues-unused");
+        ASSERT_TRUE(f);
+        ASSERT_INT_EQ(f->severity, FINDING_NOTICE);
+        ASSERT_NEAR(value(f, "polled_share"), 0);
+        finding_list_done(&l);
+
+        /* too few completions, or more interrupts than completions (shared vectors): no conclusion */
+        polled_case(1, 1, 50, &l, 0);
+        polled_case(3000, 3000, 3000, &l, 0);
+        ASSERT_INT_EQ(l.n, 0);
+}
+
 TEST_MAIN(T(counts_of_a_captured_two_cpu_file), T(counts_load_stamps_the_monotonic_clock),
           T(counts_header_with_an_offline_cpu), T(counts_hostile_rows_are_skipped), T(counts_only_the_chosen_irqs),
           T(counts_bad_headers), T(counts_too_many_cpus), T(counts_tabs_and_crlf_and_no_final_newline),
@@ -644,4 +700,5 @@ TEST_MAIN(T(counts_of_a_captured_two_cpu_file), T(counts_load_stamps_the_monoton
           T(software_queue_not_for_none_rotational_or_shallow), T(software_queue_busy_device_needs_the_inflight_sample),
           T(block_idle_and_backwards), T(irq_rates_balanced_two_cpus), T(irq_hot_cpu_and_silent_queue),
           T(irq_off_node_on_two_nodes), T(irq_off_node_not_on_one_node), T(irq_deltas_across_a_cpu_going_offline),
-          T(irq_counter_wraps_at_32_bits), T(queue_map_one_cpu), T(few_queues))
+          T(irq_counter_wraps_at_32_bits), T(queue_map_one_cpu), T(few_queues),
+          T(polled_completions_raise_no_interrupts))

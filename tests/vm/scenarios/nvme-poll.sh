@@ -109,6 +109,39 @@ assert int(sys.argv[1]) < ri + rp // 2, "polled reads raised interrupts"
 	note "ok: polled reads measured without interrupts, judged, never proposed as a setting"
 }
 
+# diagnose, on the same disk: completions against the I/O vectors' interrupts
+# tell polled reads (fio --hipri: io_uring with IORING_SETUP_IOPOLL) from
+# interrupt-driven ones.
+check_diagnose_tells_polled_reads() {
+	local disk pid json=/tmp/diag-poll.json hipri
+	disk=$(disk_by_serial nv0)
+	for hipri in 1 0; do
+		fio --name=poll --filename="/dev/$disk" --rw=randread --bs=4k --direct=1 --ioengine=io_uring \
+			--hipri="$hipri" --iodepth=1 --time_based --runtime=20 >/dev/null 2>&1 &
+		pid=$!
+		# shellcheck disable=SC2064 # this pid, now
+		trap "kill $pid 2>/dev/null || true" EXIT
+		local n0
+		n0=$(awk '{ print $1 }' "/sys/block/$disk/stat")
+		wait_for "(( \$(awk '{ print \$1 }' /sys/block/$disk/stat) > $n0 + 200 ))" 30
+		iotunectl diagnose "$disk" --json --interval 2s >"$json" || true
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		"$IOTVM_PY" - "$json" "$hipri" <<-'PY' || fail "diagnose with fio --hipri=$hipri"
+			import json, sys
+			d = json.load(open(sys.argv[1]))["devices"][0]
+			f = {x["kind"]: x for x in d["findings"]}
+			want = "polled-completions" if sys.argv[2] == "1" else "poll-queues-unused"
+			assert want in f, sorted(f)
+			v = f[want]["values"]
+			print("    --hipri=%s: %s: %s" % (sys.argv[2], want, f[want]["summary"]))
+			assert v["completions"] >= 100, v
+			assert (v["polled_share"] >= 0.9) if sys.argv[2] == "1" else (v["polled_share"] <= 0.05), v
+		PY
+	done
+	note "ok: polled reads seen as completions without interrupts; interrupt-driven ones as poll queues unused"
+}
+
 check_journal_entries_match_catalog() {
 	# Last: the events of the checks above, against the installed catalog.
 	assert_journal_matches_catalog

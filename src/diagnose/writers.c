@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
+#include <signal.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -28,6 +29,10 @@
 #define RULE_KEYS_MAX 64             /* keys in one udev rule */
 #define TUNED_INCLUDE_DEPTH 8        /* include= nesting, against loops */
 #define TUNED_PROFILES_MAX 8         /* names in active_profile */
+#define TUNED_LOADS_MAX 32           /* tuned.conf files read for one scan (include=a,a,a,... fans out) */
+#define TUNED_OPTS_MAX 1024          /* options kept per section; more are ignored (linear lookups) */
+#define RULE_GOTOS_MAX 256           /* GOTOs and LABELs per rules file looked at for the skip note */
+#define FILE_WRITERS_MAX 256         /* writers kept per rules file */
 #define PROC_ENTRIES_MAX 65536       /* /proc entries looked at */
 #define PARENT_DEPTH_MAX 32          /* sysfs parents walked for ATTRS/KERNELS/... */
 
@@ -715,6 +720,7 @@ typedef struct RulesFile {
         char **labels; /* label names with their lines in label_lines */
         unsigned *label_lines;
         size_t n_labels;
+        bool too_many_gotos;
 } RulesFile;
 
 /* A GOTO before `line` whose LABEL is after it (or missing) may skip the rule. */
@@ -792,6 +798,11 @@ static int rules_file_scan(const MatchCtx *c, const char *shown_path, const char
 
                 for (size_t i = 0; i < rule.n; i++) {
                         const UdevKey *k = &rule.keys[i];
+                        if ((streq(k->key, "GOTO") || streq(k->key, "LABEL")) && op_is_assign(k->op) &&
+                            f.n_gotos + f.n_labels >= RULE_GOTOS_MAX) {
+                                f.too_many_gotos = true; /* no skip note for this file: bounded work */
+                                continue;
+                        }
                         if (streq(k->key, "GOTO") && op_is_assign(k->op)) {
                                 GotoNote *g = realloc(f.gotos, (f.n_gotos + 1) * sizeof(GotoNote));
                                 if (!g)
@@ -844,6 +855,8 @@ static int rules_file_scan(const MatchCtx *c, const char *shown_path, const char
                                 } else
                                         break;
 
+                                if (n_pend >= FILE_WRITERS_MAX)
+                                        break; /* garbage, bounded: the first ones are reported */
                                 if (!evaluated) {
                                         r = udev_rule_eval(c, &rule, &match, &why, &add, &change);
                                         if (r < 0)
@@ -876,7 +889,9 @@ static int rules_file_scan(const MatchCtx *c, const char *shown_path, const char
 
         /* With the whole file read, a GOTO jumping over a rule can be told. */
         for (size_t i = 0; i < n_pend; i++) {
-                const GotoNote *g = pend[i].w.match != WRITER_MATCH_NO ? goto_skipping(&f, pend[i].line) : NULL;
+                const GotoNote *g = pend[i].w.match != WRITER_MATCH_NO && !f.too_many_gotos
+                                            ? goto_skipping(&f, pend[i].line)
+                                            : NULL;
                 if (g && text_append(&pend[i].w.why, "GOTO=\"%s\" at line %u may skip it (not followed)", g->label,
                                      g->line) < 0)
                         goto nomem;
@@ -984,7 +999,7 @@ static int udev_rules_scan(const char *root, const MatchCtx *c, WriterList *out)
                         goto finish;
                 }
                 /* O_NONBLOCK and a regular-file check: a FIFO is refused, never waited on. */
-                r = root_read_file(root, path, RULES_FILE_MAX, &text);
+                r = root_read_file_typed(root, path, RULES_FILE_MAX, &text);
                 if (r == -ENOMEM)
                         goto finish;
                 if (r < 0) {
@@ -1143,6 +1158,7 @@ typedef struct TunedSection {
 typedef struct TunedProfile {
         TunedSection *sections;
         size_t n;
+        unsigned loads;  /* the merged profile: tuned.conf files read into it (TUNED_LOADS_MAX) */
 } TunedProfile;
 
 static void tuned_opt_done(TunedOpt *o) {
@@ -1205,6 +1221,10 @@ static int tuned_set(TunedSection *s, const char *key, const char *value, const 
                         s->opts[i] = o;
                         return 0;
                 }
+        if (s->n_opts >= TUNED_OPTS_MAX) {
+                tuned_opt_done(&o);
+                return 0; /* no profile has that many: garbage, bounded */
+        }
         no = realloc(s->opts, (s->n_opts + 1) * sizeof(TunedOpt));
         if (!no) {
                 tuned_opt_done(&o);
@@ -1331,14 +1351,15 @@ static int tuned_load(const char *root, const char *name, const char *top, unsig
                                            "/usr/lib/tuned"};
         int r;
 
-        if (!profile_name_ok(name))
+        if (!profile_name_ok(name) || merged->loads >= TUNED_LOADS_MAX)
                 return 0;
+        merged->loads++;
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 _cleanup_free_ char *path = NULL, *text = NULL;
 
                 if (asprintf_safe(&path, "%s/%s/tuned.conf", dirs[i], name) < 0)
                         return -ENOMEM;
-                r = root_read_file(root, path, RULES_FILE_MAX, &text);
+                r = root_read_file_typed(root, path, RULES_FILE_MAX, &text);
                 if (r == -ENOMEM)
                         return r;
                 if (r == -ENOENT || r == -ENOTDIR)
@@ -1531,7 +1552,7 @@ static int tuned_scan(const char *root, const Device *d, const Procs *procs, Wri
         bool dormant;
         int r;
 
-        r = root_read_file(root, "/etc/tuned/active_profile", 4096, &active);
+        r = root_read_file_typed(root, "/etc/tuned/active_profile", 4096, &active);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -1540,15 +1561,19 @@ static int tuned_scan(const char *root, const Device *d, const Procs *procs, Wri
 
         if (procs->n_tuned > 0)
                 r = asprintf_safe(&running, "tuned is running (pid %d)", procs->tuned[0]);
-        else if (!procs->readable) {
+        else {
                 _cleanup_free_ char *pid = NULL;
-                /* /proc not readable: the pid file is all there is. */
-                if (root_read_file(root, "/run/tuned/tuned.pid", 64, &pid) >= 0)
-                        r = asprintf_safe(&running, "tuned may be running (tuned.pid says %s)", strstrip(pid));
+                unsigned n = 0;
+                /* Not in /proc: unreadable, or hidden (the daemon's unit has
+                 * ProtectProc=invisible, which hides processes with more capabilities
+                 * than its own). The pid file, and whether that pid is alive, then. */
+                if (root_read_file(root, "/run/tuned/tuned.pid", 64, &pid) >= 0 && safe_atou(strstrip(pid), &n) >= 0 &&
+                    n > 0 && n <= INT32_MAX && (!root_is_set(root) ? kill((pid_t) n, 0) == 0 || errno == EPERM
+                                                                   : !procs->readable))
+                        r = asprintf_safe(&running, "tuned may be running (tuned.pid says %u)", n);
                 else
                         r = (running = strdup("tuned is not running")) ? 0 : -ENOMEM;
-        } else
-                r = (running = strdup("tuned is not running")) ? 0 : -ENOMEM;
+        }
         if (r < 0)
                 return -ENOMEM;
         dormant = str_startswith(running, "tuned is not");
@@ -1622,6 +1647,41 @@ const Writer *writers_for_knob(const WriterList *l, const char *knob) {
                         rank = w->match == WRITER_MATCH_YES ? 3 : 1;
                 else
                         continue;
+                if (rank >= best_rank) { /* ties: the later one acts last */
+                        best = w;
+                        best_rank = rank;
+                }
+        }
+        return best;
+}
+
+const Writer *writers_for_drift(const WriterList *l, const char *knob, const char *value_seen, bool udev_change) {
+        const Knob *k = knob_by_name(knob);
+        const Writer *best = NULL;
+        int best_rank = -1;
+
+        assert(l);
+        assert(knob);
+
+        for (size_t i = 0; i < l->n; i++) {
+                const Writer *w = &l->items[i];
+                bool exact = streq(w->knob, knob), agrees = false;
+                int rank;
+
+                if (w->match == WRITER_MATCH_NO || w->dormant || (!exact && !streq(w->knob, "*")))
+                        continue;
+                if (value_seen && w->value) {
+                        /* One that writes another value did not leave this one. */
+                        _cleanup_free_ char *norm = NULL;
+                        if (k && k->normalize && k->normalize(w->value, &norm) >= 0)
+                                agrees = streq(norm, value_seen);
+                        else
+                                agrees = streq(w->value, value_seen);
+                        if (!agrees)
+                                continue;
+                }
+                rank = (agrees ? 8 : 0) + (w->match == WRITER_MATCH_YES ? 4 : 0) + (exact ? 2 : 0) +
+                       (udev_change && w->kind == WRITER_UDEV_RULE && w->on_change ? 1 : 0);
                 if (rank >= best_rank) { /* ties: the later one acts last */
                         best = w;
                         best_rank = rank;

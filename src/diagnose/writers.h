@@ -75,6 +75,13 @@ int writers_scan(const char *root, const Device *d, WriterList *ret);
  * NULL when none matches. */
 const Writer *writers_for_knob(const WriterList *l, const char *knob);
 
+/* The writer most likely to have changed `knob` to `value_seen` (normalized as
+ * the knob reads back; NULL: unknown): writers_for_knob()'s ranking, without a
+ * TuneD entry whose daemon does not run, or one that writes another value; one
+ * that writes exactly that value first, and, when the change was seen at a udev
+ * "change" event, a udev rule that runs on those. NULL when none is left. */
+const Writer *writers_for_drift(const WriterList *l, const char *knob, const char *value_seen, bool udev_change);
+
 /* Append one Finding per writer that matches (YES or MAYBE) to `out`, kind
  * "udev-rule-writer", "tuned-writer", "irqbalance-writer" or "iotuned-writer",
  * with knob and source set. WARNING for a YES udev rule or running TuneD entry that

@@ -225,6 +225,31 @@ int root_read_regular_file(const char *root, const char *path, size_t max, char 
         return read_in_root(root, path, max, O_NOFOLLOW, ret);
 }
 
+int root_read_file_typed(const char *root, const char *path, size_t max, char **ret) {
+        _cleanup_close_ int pfd = -1, fd = -1;
+        char proc[64];
+        struct stat st;
+
+        assert(path);
+        assert(ret);
+
+        pfd = root_open(root, path, O_PATH, 0);
+        if (pfd < 0)
+                return pfd;
+        if (fstat(pfd, &st) < 0)
+                return negative_errno();
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        /* The very inode checked, opened for reading through its descriptor. */
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+        fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        return read_regular_fd(fd, max, ret);
+}
+
 /* The host path of an O_PATH fd. */
 static int fd_path(int fd, char **ret) {
         char link[64], buf[PATH_MAX];

@@ -22,6 +22,12 @@ int root_read_file(const char *root, const char *path, size_t max, char **ret);
 /* The same as read_regular_file(): the last component must not be a link
  * (-ELOOP). */
 int root_read_regular_file(const char *root, const char *path, size_t max, char **ret);
+/* root_read_file(), with the type of what `path` leads to checked before it is
+ * opened for reading (an O_PATH descriptor first): a link to a device node is
+ * refused (-EBADFD) without opening the device, whose open alone may act
+ * (/dev/watchdog arms it). For files anyone may link anywhere: udev rules, TuneD
+ * profiles. */
+int root_read_file_typed(const char *root, const char *path, size_t max, char **ret);
 
 /* The host path that path inside root resolves to, every link resolved within
  * root. Components that do not exist yet are appended as they are (a file or

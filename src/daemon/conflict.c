@@ -15,7 +15,7 @@ static const char *writer_knob(const Setting *s) {
 }
 
 /* Who else writes this setting, in words, or NULL when nothing was found. */
-static char *find_writer(Manager *m, const DevicePlan *p, const Setting *s) {
+static char *find_writer(Manager *m, const DevicePlan *p, const Setting *s, DriftSeen seen) {
         WriterList l = {};
         const Writer *w;
         char *text = NULL;
@@ -26,7 +26,7 @@ static char *find_writer(Manager *m, const DevicePlan *p, const Setting *s) {
 
         if (writers_scan(m->tuner.root, p->device, &l) < 0)
                 return NULL;
-        w = writers_for_knob(&l, writer_knob(s));
+        w = writers_for_drift(&l, writer_knob(s), s->previous, seen == DRIFT_SEEN_UDEV_CHANGE);
         if (w)
                 (void) asprintf_safe(&text, "%s%s%s%s%s", w->who, w->source ? " " : "", w->source ?: "",
                                      w->value ? " writing " : "", w->value ?: "");
@@ -49,7 +49,7 @@ void manager_note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now, Dri
          * may have changed since); not at every drift of a fight. */
         if (!s->rt.writer_sought || v == DRIFT_CONFLICT_BEGINS) {
                 free(s->writer);
-                s->writer = find_writer(m, p, s);
+                s->writer = find_writer(m, p, s, seen);
                 s->rt.writer_sought = true;
         }
         event_drift(EVENT_DRIFT, LOG_NOTICE, p, s, seen, "%s: %s drifted to %s (desired %s)%s; put back",
@@ -65,7 +65,7 @@ void manager_note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now, Dri
                             s->writer
                                     ?: "Another tuning agent (TuneD, a udev rule, a boot script, irqbalance) "
                                        "is fighting iotuned",
-                            s->writer ? "; `iotunectl diagnose` shows the rule" : "");
+                            s->writer ? "; `iotunectl diagnose` shows the writers it finds" : "");
         } else if (v == DRIFT_CONFLICT_HOLDS)
                 log_debug("%s %s: still in conflict, holding %llu s", p->device->name, setting_label(s),
                           (unsigned long long) (hold / USEC_PER_SEC));

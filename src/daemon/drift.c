@@ -60,8 +60,12 @@ int manager_check_drift(Manager *m) {
                 }
                 if (device_vanished(p->device))
                         continue; /* its remove event is on the way */
-                if (path_not_live(p) || manager_disk_held(m, p->device->name))
+                if (path_not_live(p) || manager_disk_held(m, p->device->name)) {
+                        /* Not looked at: the next load sample starts afresh (a hold's
+                         * load is tune's own measuring). */
+                        p->has_stat = false;
                         continue;
+                }
                 if (p->error && strv_contains(m->unrecorded, p->device->name)) {
                         r = manager_retry_unrecorded(m, p, targets);
                         if (r == -ENOMEM)

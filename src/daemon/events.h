@@ -73,7 +73,7 @@ void event_irqbalance_bans_left(int priority, bool queued, int pid, const char *
 void event_hold(const char *disk, bool begins, int pid, unsigned long long seconds);
 
 /* A finding about a tuned disk, when it first appears: FINDING= (its kind),
- * FINDING_SEVERITY=, KNOB= when it concerns one. */
+ * FINDING_SEVERITY=, and FINDING_KNOB=, FINDING_SOURCE= when it has them. */
 void event_finding(const DevicePlan *p, const Finding *f);
 
 /* Log the outcome of a first tuning (start, hotplug, reload) of one device. */

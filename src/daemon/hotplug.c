@@ -325,8 +325,12 @@ static int on_batch(sd_event_source *s, void *userdata) {
                         if (subsys && rescan_paths(m, subsys, false))
                                 changed = true;
                 }
-                if (r >= 0)
+                if (r >= 0) {
+                        /* A udev rule that runs on "change" rewrote knobs just before (tuning.c) */
+                        m->in_change = streq(action, "change");
                         r = manager_tune_device(m, d);
+                        m->in_change = false;
+                }
                 if (r < 0 && access(syspath, F_OK) < 0 && errno == ENOENT)
                         log_debug_errno(r, "Cannot tune %s, which was removed meanwhile: %m", name);
                 else if (r < 0)

@@ -35,7 +35,7 @@ static const char *current_scheduler(const DevicePlan *p) {
 bool manager_sample_load(Manager *m, DevicePlan *p) {
         _cleanup_free_ char *sched = NULL;
         FindingList found = {};
-        bool changed = false;
+        bool changed = false, linger = false;
         BlockStat now;
         BlockLoad load;
 
@@ -56,20 +56,33 @@ bool manager_sample_load(Manager *m, DevicePlan *p) {
                         log_oom();
                         return false;
                 }
-                for (size_t i = 0; i < found.n; i++)
+                uint64_t mono = manager_now(m, CLOCK_MONOTONIC);
+                if (finding_list_worst(&found) >= FINDING_WARNING)
+                        p->warning_seen_usec = mono;
+                else if (finding_list_worst(&p->findings) >= FINDING_WARNING &&
+                         mono - p->warning_seen_usec < FINDING_LINGER_USEC) {
+                        /* A load near a threshold comes and goes from one sample to the
+                         * next: a warning stays until no sample has shown one for a
+                         * while, so that it is logged once per episode. */
+                        finding_list_done(&found);
+                        linger = true;
+                }
+                for (size_t i = 0; i < found.n && !linger; i++)
                         if (found.items[i].severity >= FINDING_WARNING &&
                             !has_kind(&p->findings, found.items[i].kind)) {
                                 event_finding(p, &found.items[i]);
                                 changed = true;
                         }
-                for (size_t i = 0; i < p->findings.n; i++)
+                for (size_t i = 0; i < p->findings.n && !linger; i++)
                         if (p->findings.items[i].severity >= FINDING_WARNING &&
                             !has_kind(&found, p->findings.items[i].kind)) {
                                 log_info("%s: %s is gone.", p->device->name, p->findings.items[i].kind);
                                 changed = true;
                         }
-                finding_list_done(&p->findings);
-                p->findings = found;
+                if (!linger) {
+                        finding_list_done(&p->findings);
+                        p->findings = found;
+                }
                 p->load = load;
                 p->has_load = true;
         }

@@ -71,7 +71,6 @@ void manager_forget_device(Manager *m, const char *name);
 /* A hidden NVMe multipath path disk is gone (its controller was deleted or the
  * namespace detached): it sends no uevent of its own. `why` says what was seen. */
 void manager_forget_path(Manager *m, const char *name, const char *why);
-void manager_keep_runtime(const DevicePlan *old, DevicePlan *new);
 void manager_restore_dropped_knobs(Manager *m, const DevicePlan *old, const DevicePlan *new);
 void manager_stamp_changes(Manager *m, DevicePlan *p);
 int manager_retry_unrecorded(Manager *m, DevicePlan *p, const int *targets);
@@ -89,7 +88,9 @@ int manager_release_holds(Manager *m);
 void manager_note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now, DriftSeen seen);
 
 /* load.c: the disk's load since the last drift check and its findings; a new
- * warning is logged once. Whether a warning appeared or went away. */
+ * warning is logged once, and stays until no sample has shown a warning for
+ * FINDING_LINGER_USEC. Whether a warning appeared or went away. */
+#define FINDING_LINGER_USEC (60ULL * USEC_PER_SEC)
 bool manager_sample_load(Manager *m, DevicePlan *p);
 
 /* drift.c */

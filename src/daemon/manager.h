@@ -50,6 +50,9 @@ typedef struct Manager {
         char **report_pending;
         uint64_t *report_pending_since;  /* CLOCK_MONOTONIC, one per name */
         bool in_batch;                   /* handling udev events (not start or reload) */
+        const Plan *replaced;            /* during a reload: the plans being replaced, whose drift
+                                          * history and holds the new ones take over */
+        bool in_change;                  /* handling a udev "change" event of the disk being tuned */
 
         /* irqbalance: the vectors we pin are banned at runtime through its socket */
         IrqBalance irqbalance;

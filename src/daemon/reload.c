@@ -48,16 +48,14 @@ int manager_reload(Manager *m) {
         (void) tuner_reload_topology(&m->tuner);
         old = m->plan;
         m->plan = (Plan) {};
+        /* Each disk's drift history, holds and load carry over into its new plan
+         * (manager_tune_device): a setting in conflict stays held. */
+        m->replaced = &old;
         r = manager_tune_all(m);
+        m->replaced = NULL;
         for (size_t i = 0; i < old.n; i++) {
                 ssize_t idx = manager_plan_index(m, old.devices[i]->device->name);
                 manager_restore_dropped_knobs(m, old.devices[i], idx >= 0 ? m->plan.devices[idx] : NULL);
-        }
-        /* Keep drift history for settings that survived the reload. */
-        for (size_t i = 0; i < old.n; i++) {
-                ssize_t idx = manager_plan_index(m, old.devices[i]->device->name);
-                if (idx >= 0)
-                        manager_keep_runtime(old.devices[i], m->plan.devices[idx]);
         }
         plan_done(&old);
         manager_sync_irqbalance(m, false);

@@ -39,7 +39,7 @@ void manager_stamp_changes(Manager *m, DevicePlan *p) {
 }
 
 /* Carry drift history over to a new plan of the same disk, knob by knob. */
-void manager_keep_runtime(const DevicePlan *old, DevicePlan *new) {
+static void keep_runtime(const DevicePlan *old, DevicePlan *new) {
         assert(old);
         assert(new);
 
@@ -55,6 +55,40 @@ void manager_keep_runtime(const DevicePlan *old, DevicePlan *new) {
                                 if (!new->settings[b].writer && old->settings[a].writer)
                                         new->settings[b].writer = strdup(old->settings[a].writer);
                         }
+}
+
+/* The same disk, not another one that took its name (a remove and an add in one
+ * batch, a multipath path replaced): the same diskseq, or, before 5.15, the same
+ * sysfs path. */
+static bool same_disk(const Device *a, const Device *b) {
+        if (a->diskseq && b->diskseq)
+                return streq(a->diskseq, b->diskseq);
+        return streq_ptr(a->syspath, b->syspath);
+}
+
+/* A new plan of the same disk (a udev event, a reload) goes on from the old one:
+ * its drift history (a setting in conflict stays held), its load samples and
+ * the findings already reported (moved: not logged again). */
+static void take_over(DevicePlan *old, DevicePlan *new, uint64_t now) {
+        keep_runtime(old, new);
+        new->last_stat = old->last_stat;
+        new->has_stat = old->has_stat;
+        new->load = old->load;
+        new->has_load = old->has_load;
+        new->warning_seen_usec = old->warning_seen_usec;
+        finding_list_done(&new->findings);
+        new->findings = old->findings;
+        old->findings = (FindingList) {};
+        for (size_t k = 0; k < new->n_settings; k++)
+                new->settings[k].hold = backoff_held(&new->settings[k].rt, now);
+}
+
+/* During a reload, the plan the disk had before it. */
+static DevicePlan *replaced_plan(Manager *m, const char *name) {
+        for (size_t i = 0; m->replaced && i < m->replaced->n; i++)
+                if (streq(m->replaced->devices[i]->device->name, name))
+                        return m->replaced->devices[i];
+        return NULL;
 }
 
 static const Setting *old_setting(const DevicePlan *old, const Setting *s) {
@@ -234,7 +268,8 @@ static void set_unrecorded(Manager *m, DevicePlan *p, int r) {
  * rebound (its disks come back as udev "add" events), 0, or -errno. */
 int manager_tune_device(Manager *m, Device *d) {
         int targets[_KNOB_MAX];
-        DevicePlan *p = NULL, **n;
+        DevicePlan *p = NULL, *prev, **n;
+        bool same = false;
         ssize_t idx;
         int r;
 
@@ -249,19 +284,10 @@ int manager_tune_device(Manager *m, Device *d) {
         if (r < 0)
                 return r;
         idx = manager_plan_index(m, p->device->name);
-        if (idx >= 0) {
-                /* Its drift history goes on, and a setting in conflict stays held. */
-                DevicePlan *old = m->plan.devices[idx];
-                manager_keep_runtime(old, p);
-                p->last_stat = old->last_stat;
-                p->has_stat = old->has_stat;
-                p->load = old->load;
-                p->has_load = old->has_load;
-                p->findings = old->findings;
-                old->findings = (FindingList) {};
-                for (size_t k = 0; k < p->n_settings; k++)
-                        p->settings[k].hold = backoff_held(&p->settings[k].rt, manager_now(m, CLOCK_MONOTONIC));
-        }
+        prev = idx >= 0 ? m->plan.devices[idx] : replaced_plan(m, p->device->name);
+        same = prev && same_disk(prev->device, p->device);
+        if (same)
+                take_over(prev, p, manager_now(m, CLOCK_MONOTONIC));
         /* A rebind brings the disks back as new devices, which come through here again:
          * once per controller and set of counts (the Tuner's rebound list), so one that
          * comes back short is not rebound forever. */
@@ -286,7 +312,7 @@ int manager_tune_device(Manager *m, Device *d) {
         manager_stamp_changes(m, p);
         for (size_t k = 0; k < p->n_settings; k++) {
                 Setting *s = &p->settings[k];
-                if (idx >= 0 && m->in_batch && replan_found_drift(m->plan.devices[idx], s))
+                if (same && idx >= 0 && m->in_change && replan_found_drift(prev, s))
                         manager_note_drift(m, p, s, manager_now(m, CLOCK_MONOTONIC), DRIFT_SEEN_UDEV_CHANGE);
                 s->rt.last_reported = s->state;
                 s->hold = false;

@@ -137,11 +137,15 @@ static int thermal(const char *ctrl, const NvmeHealth *h, FindingList *out) {
                         "its critical temperature since it was made (lifetime SMART counters)",
                         throttled, h->thm_total_time_s[0], h->thm_transitions[0], h->thm_total_time_s[1],
                         h->thm_transitions[1], h->warning_temp_time_min, h->critical_comp_time_min);
-        fputs(": measurements on this drive may be throttled", m);
+        fputs(hot || flagged ? ": measurements on this drive may be throttled"
+                             : ": not now, but a sustained load may throttle it again",
+              m);
         if (fclose(m) != 0 || !text)
                 return -ENOMEM;
 
-        f = finding_add(out, ctrl, "thermal-throttle", FINDING_CRITICAL, NULL, NULL, "%s", text);
+        /* Critical only for what holds now; a drive that once ran hot stays a notice. */
+        f = finding_add(out, ctrl, "thermal-throttle", hot || flagged ? FINDING_CRITICAL : FINDING_NOTICE, NULL, NULL,
+                        "%s", text);
         if (!f)
                 return -ENOMEM;
         return values(f,

@@ -558,6 +558,7 @@ int signals_polled(const char *disk, const BlockStat *sa, const BlockStat *sb, c
                    const IrqCounts *ia, const IrqCounts *ib, FindingList *out) {
         uint64_t done, irqs = 0, polled;
         unsigned io_vectors = 0;
+        BlockLoad l;
         double share;
         Finding *f;
 
@@ -583,10 +584,17 @@ int signals_polled(const char *disk, const BlockStat *sa, const BlockStat *sb, c
                 irqs = sat_add(irqs, d);
                 io_vectors++;
         }
-        if (io_vectors == 0 || done < SIGNAL_POLL_MIN_COMPLETIONS || irqs > done)
+        /* A few more interrupts than completions is normal (reads still in flight at
+         * the second sample); many more means another disk shares the vectors. */
+        if (io_vectors == 0 || done < SIGNAL_POLL_MIN_COMPLETIONS || irqs > done + done / 10)
                 return 0;
-        polled = done - irqs;
+        polled = done > irqs ? done - irqs : 0;
         share = (double) polled / (double) done;
+        /* At depth one interrupt may reap several completions: fewer interrupts than
+         * completions proves polling only when requests were not in flight together. */
+        if (share > SIGNAL_POLL_UNUSED_SHARE &&
+            (blockstat_load(sa, sb, &l) < 0 || l.queue_depth > SIGNAL_POLL_MAX_QUEUE_DEPTH))
+                return 0;
         if (share <= SIGNAL_POLL_UNUSED_SHARE)
                 f = finding_add(out, disk, "poll-queues-unused", FINDING_NOTICE, "poll_queues", NULL,
                                 "the disk has poll queues, but its %" PRIu64 " completions raised %" PRIu64
@@ -595,8 +603,9 @@ int signals_polled(const char *disk, const BlockStat *sa, const BlockStat *sb, c
                                 done, irqs);
         else
                 f = finding_add(out, disk, "polled-completions", FINDING_INFO, "poll_queues", NULL,
-                                "%" PRIu64 " of %" PRIu64 " completions (%.0f%%) raised no interrupt: %s", polled, done,
-                                share * 100,
+                                "%" PRIu64 " of %" PRIu64 " completions (%.0f%%) raised no interrupt at queue depth "
+                                "%.1f: %s",
+                                polled, done, share * 100, l.queue_depth,
                                 share >= SIGNAL_POLL_USED_SHARE
                                         ? "polled I/O reaches the poll queues (or interrupt coalescing is on)"
                                         : "some I/O is polled (or interrupt coalescing is on)");

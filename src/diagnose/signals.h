@@ -96,17 +96,21 @@ int signals_irq(const char *disk, const IrqVectors *v, const IrqCounts *a, const
  * completions between two stat samples against the interrupts its I/O vectors
  * (queue >= 0) raised between two /proc/interrupts samples. A polled completion
  * raises none: the submitting task reaps it (FACTS.md). At least
- * SIGNAL_POLL_MIN_COMPLETIONS completions are needed; with more interrupts than
- * completions (another disk shares the vectors) nothing is concluded. Adds INFO
- * "polled-completions" when at least SIGNAL_POLL_USED_SHARE of the completions
- * raised no interrupt, NOTICE "poll-queues-unused" when at most
- * SIGNAL_POLL_UNUSED_SHARE did, INFO "polled-completions" with the share in
- * between. Returns 1 when it concluded, 0 when the counters cannot tell (the
+ * SIGNAL_POLL_MIN_COMPLETIONS completions are needed; with over 10% more
+ * interrupts than completions (another disk shares the vectors) nothing is
+ * concluded. NOTICE "poll-queues-unused" when at most SIGNAL_POLL_UNUSED_SHARE
+ * of the completions raised no interrupt. Fewer interrupts than completions
+ * prove polling only when the requests were not in flight together (an
+ * interrupt may reap several completions): at an average queue depth of at
+ * most SIGNAL_POLL_MAX_QUEUE_DEPTH, INFO "polled-completions" with the share
+ * (saying "reaches the poll queues" from SIGNAL_POLL_USED_SHARE on); deeper,
+ * nothing. Returns 1 when it concluded, 0 when the counters cannot tell (the
  * caller may ask blk-mq debugfs), -EINVAL when `b` is not after `a`, -ENOMEM.
  * Interrupt coalescing also lowers interrupts per completion: the summary says
  * so. */
 #define SIGNAL_POLL_MIN_COMPLETIONS 100u
 #define SIGNAL_POLL_USED_SHARE 0.5
 #define SIGNAL_POLL_UNUSED_SHARE 0.05
+#define SIGNAL_POLL_MAX_QUEUE_DEPTH 1.5
 int signals_polled(const char *disk, const BlockStat *sa, const BlockStat *sb, const IrqVectors *v,
                    const IrqCounts *ia, const IrqCounts *ib, FindingList *out);

@@ -89,6 +89,7 @@ typedef struct DevicePlan {
         BlockLoad load;
         bool has_load;
         FindingList findings;
+        uint64_t warning_seen_usec;  /* CLOCK_MONOTONIC: the last sample with a warning finding */
 } DevicePlan;
 
 DevicePlan *device_plan_free(DevicePlan *p);

@@ -236,11 +236,11 @@ int nvme_health_read(const NvmeCtrl *c, NvmeHealth *ret) {
                 return 0;
         }
 
-        /* Controller scope (NSID FFFFFFFFh). RAE 0: the read acknowledges a pending
-         * SMART / Health asynchronous event, so the controller can report the next
-         * one (the kernel only forwards them as NVME_AEN uevents; it never reads
-         * the page itself). */
-        r = command_result(nvme_get_log_smart(fd, NVME_NSID_ALL, false, &log), "Get Log Page 02h (SMART)",
+        /* Controller scope (NSID FFFFFFFFh). RAE 1 (Retain Asynchronous Event): a
+         * read-only look must not acknowledge a pending SMART / Health event for
+         * the tool that handles it (smartd, a fleet agent); with RAE 0 the
+         * controller would consider it seen. */
+        r = command_result(nvme_get_log_smart(fd, NVME_NSID_ALL, true, &log), "Get Log Page 02h (SMART)",
                            &h.smart_error);
         if (r == -ENOMEM)
                 goto fail;

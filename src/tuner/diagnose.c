@@ -93,9 +93,12 @@ static int plan_findings(const DevicePlan *p, FindingList *out) {
         return 0;
 }
 
-/* The writers of this disk's knobs, and, for one that writes a planned knob a
- * value the plan does not want, the fight that follows: iotuned puts it back
- * after each of its events. */
+/* The writers of this disk's knobs, and the fights among them: one that matches
+ * the disk for certain, writes a planned knob a value the profile does not want,
+ * and writes it again later (a udev rule that runs on "change" events, which
+ * `udevadm trigger` and many tools send; a running TuneD, at each of its
+ * applies), after which iotuned puts it back and counts the drift. A rule that
+ * runs on "add" only writes before iotuned first tunes the disk: no fight. */
 static int writer_findings(Tuner *t, const DevicePlan *p, FindingList *out) {
         WriterList l = {};
         int r;
@@ -106,19 +109,27 @@ static int writer_findings(Tuner *t, const DevicePlan *p, FindingList *out) {
         r = writers_findings(&l, p->device->name, out);
         for (size_t i = 0; r >= 0 && i < l.n; i++) {
                 const Writer *w = &l.items[i];
-                if (w->match == WRITER_MATCH_NO || !w->value || w->dormant)
+                if (w->match != WRITER_MATCH_YES || !w->value || w->dormant ||
+                    (w->kind == WRITER_UDEV_RULE && !w->on_change) ||
+                    (w->kind != WRITER_UDEV_RULE && w->kind != WRITER_TUNED))
                         continue;
                 for (size_t k = 0; k < p->n_settings; k++) {
                         const Setting *s = &p->settings[k];
-                        if (!streq(s->knob->name, w->knob) || !s->effective || streq(s->effective, w->value))
+                        _cleanup_free_ char *norm = NULL;
+                        if (!streq(s->knob->name, w->knob) || !s->effective)
                                 continue;
+                        /* In the kernel's terms, as the plan's: a value that does not
+                         * normalize (TuneD's ">4096") is no claim of a fight. */
+                        if (!s->knob->normalize || s->knob->normalize(w->value, &norm) < 0 || streq(norm, s->effective))
+                                break;
                         if (!finding_add(out, p->device->name, "fights-iotuned", FINDING_WARNING, s->knob->name,
                                          w->source,
-                                         "%s %s writes %s=%s%s; profile %s wants %s: iotuned puts it back "
+                                         "%s %s writes %s=%s %s; profile %s wants %s: iotuned puts it back "
                                          "each time, counted as drift",
-                                         w->who, w->source ?: "", s->knob->name, w->value,
-                                         w->on_change ? " on every add and change event" : "", p->profile ?: "-",
-                                         s->effective))
+                                         w->who, w->source ?: "", s->knob->name, norm,
+                                         w->kind == WRITER_UDEV_RULE ? "on every change event"
+                                                                     : "each time TuneD applies its profile",
+                                         p->profile ?: "-", s->effective))
                                 r = -ENOMEM;
                         break;
                 }

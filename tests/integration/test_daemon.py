@@ -335,6 +335,28 @@ class DaemonTest(unittest.TestCase):
                       "/etc/udev/rules.d/60-legacy-sched.rules:2 writing mq-deadline", out)
         self.stop()
 
+    def test_a_new_disk_under_an_old_name_is_not_drift(self):
+        """A disk whose diskseq changed (new media, a remove and an add in one batch)
+        is tuned afresh: what it comes with is not somebody's change."""
+        self.bed.nvme(0)
+        self.conf("iotuned.yaml.d/10-slow.yaml", "reassert: { interval: 1h }\n")
+        self.start()
+        path = self.bed.paths["nvme0n1"]
+        seq = self.bed.read("nvme0n1", "diskseq")
+        self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+        self.bed.write("nvme0n1", "diskseq", str(int(seq) + 1000))
+        self.bed.tb.uevent(path, "change")
+        wait_for(lambda: self.bed.read("nvme0n1", "queue/scheduler") == "none", what="the new disk tuned")
+        wait_for(lambda: self.status()["daemon"]["drifts_corrected"] == 0 and
+                 "nvme0n1 tuned with profile" in self.daemon_log(), what="status")
+        self.assertNotIn("drifted", self.daemon_log())
+        # the same disk again: now a change of it is drift
+        self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+        self.bed.tb.uevent(path, "change")
+        wait_for(lambda: self.status()["daemon"]["drifts_corrected"] == 1, what="drift counted")
+        self.assertIn("scheduler drifted to mq-deadline (desired none) after a udev change event", self.daemon_log())
+        self.stop()
+
     def test_hotplug_add_and_remove(self):
         self.bed.nvme(0)
         self.start()

@@ -408,7 +408,7 @@ TEST(findings_of_a_hot_failing_drive) {
         finding_list_done(&l);
 }
 
-TEST(throttle_history_alone_is_critical) {
+TEST(throttle_history_alone_is_a_notice) {
         NvmeHealth h = healthy();
         FindingList l = {};
         const Finding *f;
@@ -420,8 +420,10 @@ TEST(throttle_history_alone_is_critical) {
         ASSERT_INT_EQ(l.n, 3);
         f = find_kind(&l, "thermal-throttle");
         ASSERT_TRUE(f);
-        ASSERT_INT_EQ(f->severity, FINDING_CRITICAL);
+        /* lifetime counters: it did throttle once, it does not now */
+        ASSERT_INT_EQ(f->severity, FINDING_NOTICE);
         ASSERT_TRUE(str_startswith(f->summary, "composite temperature 40 C now; the drive has spent 30 s throttled"));
+        ASSERT_TRUE(str_endswith(f->summary, ": not now, but a sustained load may throttle it again"));
         ASSERT_TRUE(!find_kind(&l, "media-errors"));
         ASSERT_TRUE(!find_kind(&l, "smart-critical-warning"));
         finding_list_done(&l);
@@ -433,6 +435,7 @@ TEST(throttle_history_alone_is_critical) {
         f = find_kind(&l, "thermal-throttle");
         ASSERT_TRUE(f && str_startswith(f->summary, "the controller flags its temperature (40 C) as outside a "
                                                     "threshold: "));
+        ASSERT_INT_EQ(f->severity, FINDING_CRITICAL);
         finding_list_done(&l);
 
         /* No thresholds reported: 90 C is not compared against a 0. */
@@ -931,7 +934,7 @@ TEST(poll_from_two_reads_of_a_tree) {
 
 TEST_MAIN(T(smart_decoded_from_spec_offsets), T(id_ctrl_thresholds), T(apst_table_worst_latencies),
           T(read_without_device_node_is_recorded), T(findings_of_a_healthy_drive), T(findings_of_a_hot_failing_drive),
-          T(throttle_history_alone_is_critical), T(unreadable_smart), T(hctx_stats_of_6_1),
+          T(throttle_history_alone_is_a_notice), T(unreadable_smart), T(hctx_stats_of_6_1),
           T(hctx_stats_of_5_15_and_6_12), T(hctx_stats_missing), T(hctx_scheduler_seen), T(hctx_garbage_rejected),
           T(hctx_fifo_does_not_hang), T(hctx_count_capped), T(poll_queues_unused), T(poll_queues_used),
           T(poll_runs_without_scheduler), T(poll_unknown), T(poll_from_two_reads_of_a_tree))

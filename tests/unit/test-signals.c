@@ -640,12 +640,14 @@ TEST(few_queues) {
 
 /* Two /proc/interrupts samples of nvme0q0..q2 at IRQs 24-26, and the disk's
  * reads between them. */
-static void polled_case(uint64_t q1, uint64_t q2, uint64_t reads, FindingList *l, int expect) {
+static void polled_case(uint64_t q1, uint64_t q2, uint64_t reads, uint64_t in_queue_ms, FindingList *l, int expect) {
         IrqVector items[3];
         IrqVectors v = nvme_vectors(24, items);
         IrqCounts a = {}, b = {};
-        BlockStat sa = { .ios = { 1000, 50 }, .sampled_usec = 1000000 },
-                  sb = { .ios = { 1000 + reads, 50 }, .sampled_usec = 2000000 };
+        BlockStat sa = { .ios = { 1000, 50 }, .ticks_ms = { 500, 20 }, .time_in_queue_ms = 520,
+                         .io_ticks_ms = 520, .sampled_usec = 1000000 },
+                  sb = { .ios = { 1000 + reads, 50 }, .ticks_ms = { 500 + in_queue_ms, 20 },
+                         .time_in_queue_ms = 520 + in_queue_ms, .io_ticks_ms = 1500, .sampled_usec = 2000000 };
         char text[512];
 
         ASSERT_INT_EQ(irq_counts_parse("           CPU0       CPU1\n 24: 5 0 PCI-MSIX nvme0q0\n 25: 100 0 PCI-MSIX "
@@ -668,28 +670,33 @@ TEST(polled_completions_raise_no_interrupts) {
         FindingList l = {};
         const Finding *f;
 
-        /* 3000 reads, 10 interrupts on the I/O vectors (the admin vector's 4 do not count) */
-        polled_case(6, 4, 3000, &l, 1);
+        /* 3000 reads one at a time (0.9 in flight on average), 10 interrupts on the
+         * I/O vectors (the admin vector's 4 do not count) */
+        polled_case(6, 4, 3000, 900, &l, 1);
         ASSERT_INT_EQ(l.n, 1);
         f = find(&l, "polled-completions");
         ASSERT_TRUE(f);
         ASSERT_INT_EQ(f->severity, FINDING_INFO);
-        ASSERT_STREQ(f->summary, "2990 of 3000 completions (100%) raised no interrupt: polled I/O reaches the poll "
-                                 "queues (or interrupt coalescing is on)");
+        ASSERT_STREQ(f->summary, "2990 of 3000 completions (100%) raised no interrupt at queue depth 0.9: polled I/O "
+                                 "reaches the poll queues (or interrupt coalescing is on)");
         ASSERT_NEAR(value(f, "interrupts"), 10);
         finding_list_done(&l);
 
-        /* one interrupt per completion: nothing polled */
-        polled_case(1500, 1500, 3000, &l, 1);
+        /* the same at depth 8: one interrupt may have reaped several: no conclusion */
+        polled_case(6, 4, 3000, 8000, &l, 0);
+        ASSERT_INT_EQ(l.n, 0);
+
+        /* one interrupt per completion (a few more: reads in flight at the sample), at any depth */
+        polled_case(1505, 1505, 3000, 8000, &l, 1);
         f = find(&l, "poll-queues-unused");
         ASSERT_TRUE(f);
         ASSERT_INT_EQ(f->severity, FINDING_NOTICE);
         ASSERT_NEAR(value(f, "polled_share"), 0);
         finding_list_done(&l);
 
-        /* too few completions, or more interrupts than completions (shared vectors): no conclusion */
-        polled_case(1, 1, 50, &l, 0);
-        polled_case(3000, 3000, 3000, &l, 0);
+        /* too few completions, or far more interrupts than completions (shared vectors): no conclusion */
+        polled_case(1, 1, 50, 45, &l, 0);
+        polled_case(3000, 3000, 3000, 900, &l, 0);
         ASSERT_INT_EQ(l.n, 0);
 }
 

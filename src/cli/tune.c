@@ -204,6 +204,10 @@ static void print_effect(const PairedEffect *e) {
 }
 
 static void print_report(const MeasureReport *r, const MeasureOptions *o) {
+        /* A drive in thermal trouble first: what follows may measure its thermals. */
+        for (size_t i = 0; i < r->health.n; i++)
+                printf("%s: %s: %s\n", r->disk, r->health.items[i].kind, r->health.items[i].summary);
+
         printf("%s (%s%s%s) profile %s (%s)\n", r->disk, r->model ?: "no model", r->serial ? ", serial " : "",
                r->serial ?: "", r->profile ?: "-", r->rule ?: "-");
         printf("  load before: %.1f%% utilised, %.0f IOPS; %u-byte random reads, %u rounds of %.1f s per depth\n",
@@ -297,6 +301,7 @@ static json_object *report_json(const MeasureReport *r, const MeasureOptions *o)
                 return NULL;
         }
         json_object_object_add(d, "device", json_object_new_string(r->disk));
+        json_object_object_add(d, "health", report_findings_json(&r->health));
         json_object_object_add(d, "model", r->model ? json_object_new_string(r->model) : NULL);
         json_object_object_add(d, "serial", r->serial ? json_object_new_string(r->serial) : NULL);
         json_object_object_add(d, "profile", r->profile ? json_object_new_string(r->profile) : NULL);

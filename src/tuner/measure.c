@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "health.h"
 #include "hold.h"
 #include "io-probe.h"
 #include "log.h"
 #include "measure.h"
+#include "nvme-health.h"
 #include "util.h"
 
 /* What switching knobs and reading back costs per trial, for the estimate. */
@@ -48,6 +50,7 @@ void measure_report_done(MeasureReport *r) {
         free(r->profile);
         free(r->rule);
         free(r->restore_error);
+        finding_list_done(&r->health);
         for (size_t i = 0; i < r->n_trials; i++) {
                 KnobTrial *k = &r->trials[i];
                 free(k->from);
@@ -418,6 +421,29 @@ static int measure_knob(Tuner *t, const char *name, const ProbeDisk *pd, const M
         return 0;
 }
 
+/* The drive's critical health findings, said before any number: a throttling
+ * drive measures its thermals, not its software path. */
+static int health_critical(const Device *d, FindingList *ret) {
+        FindingList all = {};
+        NvmeHealth h = {};
+        int r;
+
+        if (!d->nvme || !d->nvme->devnode)
+                return 0;
+        r = nvme_health_read(d->nvme, &h);
+        if (r >= 0)
+                r = health_findings(d->nvme->name, &h, &all);
+        nvme_health_done(&h);
+        for (size_t i = 0; r >= 0 && i < all.n; i++) {
+                const Finding *f = &all.items[i];
+                if (f->severity == FINDING_CRITICAL &&
+                    !finding_add(ret, f->device, f->kind, f->severity, f->knob, f->source, "%s", f->summary))
+                        r = -ENOMEM;
+        }
+        finding_list_done(&all);
+        return r;
+}
+
 int tuner_measure(Tuner *t, const Config *c, const char *name, const MeasureOptions *o, MeasureReport *r,
                   const char **ret_why) {
         _cleanup_strv_free_ char **names = NULL;
@@ -458,6 +484,9 @@ int tuner_measure(Tuner *t, const Config *c, const char *name, const MeasureOpti
         r->profile = strdup_or_null(dp->profile);
         r->rule = strdup_or_null(dp->rule);
         r->pinned = dp->rule && streq(dp->rule, "IOTUNED_PROFILE");
+        q = health_critical(d, &r->health);
+        if (q < 0)
+                goto out;
 
         if (dp->excluded || !dp->profile) {
                 /* static text: the plan (and its error) is freed below */

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "blockstat.h"
+#include "finding.h"
 #include "histogram.h"
 #include "knob.h"
 #include "stats.h"
@@ -120,6 +121,8 @@ typedef struct MeasureReport {
         size_t n_trials;
         char *restore_error; /* what could not be put back, NULL when all was */
         bool interrupted;
+        FindingList health;  /* an NVMe drive's critical health findings (throttling, a SMART
+                              * critical warning): what was measured may not be the software path */
 } MeasureReport;
 
 void measure_report_done(MeasureReport *r);

@@ -267,9 +267,10 @@ for f in json.load(open(sys.argv[1]))["devices"][0]["findings"]:
 
 # The SMART / health log as diagnose reads it (libnvme), against nvme-cli's
 # smart-log of the same controller; then a critical warning QEMU raises on
-# request (its smart_critical_warning property) is a critical finding, first.
+# request (its smart_critical_warning property) is a critical finding, first,
+# and the first line of a tuning report on that drive.
 check_smart_matches_nvme_cli_and_a_critical_warning_is_first() {
-	local nv ctrl json=/tmp/diag-smart.json cli=/tmp/smart-cli.json rc=0
+	local nv ctrl json=/tmp/diag-smart.json cli=/tmp/smart-cli.json rc=0 out
 	nv=$(nv0_disk)
 	ctrl=$(nvme_ctrl_of_disk "$nv")
 	nvme smart-log "/dev/$ctrl" -o json >"$cli" || fail "nvme smart-log /dev/$ctrl failed"
@@ -308,6 +309,12 @@ check_smart_matches_nvme_cli_and_a_critical_warning_is_first() {
 		assert first["severity"] == "critical" and first["kind"] in ("smart-critical-warning", "thermal-throttle"), first
 		assert [f for f in d["findings"] if f["kind"] == "smart-critical-warning" and f["values"]["critical_warning"] == 2]
 	PY
+	# A tuning report on that drive says so first.
+	out=$(iotunectl tune "$nv" --knobs scheduler --rounds 3 --alpha 0.2 --depths 1 --runtime 100ms --warmup 0 2>&1) ||
+		fail "tune on the drive with a critical warning failed: $out"
+	printf '%s\n' "$out" | head -n 3 | sed 's/^/    | /'
+	[[ $(printf '%s\n' "$out" | head -n 1) == "$nv: smart-critical-warning: SMART critical warning 0x02: "* ]] ||
+		fail "tune's report does not begin with the critical warning"
 	qmp "{\"execute\": \"qom-set\", \"arguments\": {\"path\": \"/machine/peripheral/nv0\", \"property\": \"smart_critical_warning\", \"value\": 0}}" >/dev/null || true
-	note "ok: SMART through libnvme matches nvme-cli's smart-log; QEMU's critical warning 0x02 is the first finding, exit 2"
+	note "ok: SMART through libnvme matches nvme-cli's smart-log; QEMU's critical warning 0x02 is the first finding, exit 2, and tune's report begins with it"
 }

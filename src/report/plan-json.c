@@ -129,12 +129,18 @@ static json_object *load_json(const BlockLoad *l) {
 }
 
 json_object *report_findings_json(const FindingList *l) {
+        return report_findings_json_from(l, FINDING_INFO);
+}
+
+json_object *report_findings_json_from(const FindingList *l, FindingSeverity min) {
         json_object *a = json_object_new_array();
 
         assert(l);
 
         for (size_t i = 0; a && i < l->n; i++) {
                 const Finding *f = &l->items[i];
+                if (f->severity < min)
+                        continue;
                 json_object *e = json_object_new_object(), *v = json_object_new_object();
                 json_object_object_add(e, "kind", json_object_new_string(f->kind));
                 json_object_object_add(e, "severity", json_object_new_string(finding_severity_to_string(f->severity)));
@@ -218,8 +224,9 @@ int report_add_plan(json_object *o, const Plan *p, bool dry_run) {
                 json_object_object_add(d, "settings", settings);
                 if (dp->has_load)
                         json_object_object_add(d, "load", load_json(&dp->load));
-                if (dp->findings.n)
-                        json_object_object_add(d, "findings", report_findings_json(&dp->findings));
+                if (finding_list_worst(&dp->findings) >= FINDING_NOTICE)
+                        /* What the load shows; the numbers themselves are "load". */
+                        json_object_object_add(d, "findings", report_findings_json_from(&dp->findings, FINDING_NOTICE));
                 json_object_array_add(devs, d);
         }
 

@@ -26,3 +26,5 @@ struct json_object *report_mark_json(const Mark *m);
 /* Findings (diagnose/finding.h) as an array of {kind, severity, device, knob,
  * source, summary, values: {name: number}}: status.json and `iotunectl diagnose --json`. */
 struct json_object *report_findings_json(const FindingList *l);
+/* The same, only the findings of severity `min` and above. */
+struct json_object *report_findings_json_from(const FindingList *l, FindingSeverity min);

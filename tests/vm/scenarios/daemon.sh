@@ -149,9 +149,13 @@ check_fighting_loop_gets_one_conflict() {
 
 # Devices in the running daemon's status (exit 1 there means held-back drift, not an error).
 status_devices() {
-	local j
-	j=$(iotunectl status --json || true)
-	printf '%s\n' "$j" | sed -nE 's/^ *"device": "([^"]+)",?$/\1/p'
+	iotunectl status --json 2>/dev/null | "$IOTVM_PY" -c 'import json, sys
+try:
+    doc = json.load(sys.stdin)
+except ValueError:
+    sys.exit(0)
+for d in doc.get("devices", []):
+    print(d["device"])' || true
 }
 
 

@@ -39,6 +39,9 @@ int manager_check_drift(Manager *m) {
         r = manager_release_holds(m);
         if (r == -ENOMEM)
                 return r;
+        /* One read of /proc/interrupts for every disk's vectors (load.c). */
+        _cleanup_(irq_counts_done) IrqCounts irqs = {};
+        bool have_irqs = tuner_read_irq_counts(&m->tuner, NULL, 0, &irqs) >= 0;
         plan_module_targets(m->plan.devices, m->plan.n, targets);
         for (size_t i = 0; i < m->plan.n; i++) {
                 DevicePlan *p = m->plan.devices[i];
@@ -75,7 +78,9 @@ int manager_check_drift(Manager *m) {
                 }
                 if (p->excluded || p->error)
                         continue;
-                changed = manager_sample_load(m, p) || changed;
+                changed = manager_sample_load(m, p, m->has_irq_counts ? &m->irq_counts : NULL,
+                                              have_irqs ? &irqs : NULL) ||
+                          changed;
                 for (size_t k = 0; k < p->n_settings; k++)
                         p->settings[k].hold = backoff_held(&p->settings[k].rt, now);
                 r = tuner_reconcile_device(&m->tuner, p, RECONCILE_APPLY, targets, false);
@@ -101,6 +106,11 @@ int manager_check_drift(Manager *m) {
                         s->hold = false;
                 }
         }
+        /* This check's counts are the next one's "before". */
+        irq_counts_done(&m->irq_counts);
+        m->irq_counts = irqs;
+        m->has_irq_counts = have_irqs;
+        irqs = (IrqCounts) {};
         uint64_t synced = now_usec(CLOCK_MONOTONIC);
         manager_sync_irqbalance(m, false);
         log_debug("Drift check: %llu ms reading and writing, %llu ms irqbalance.",

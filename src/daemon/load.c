@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* At each drift check, each tuned disk's load since the previous check, from its
- * stat file, and what that load shows (diagnose/signals.h): kept with the plan for
- * status.json and the metrics, a finding logged once when it appears. */
+ * stat file, and its vectors' interrupts, from one read of /proc/interrupts, and
+ * what they show (diagnose/signals.h): kept with the plan for status.json and the
+ * metrics, a warning logged once per episode. */
 #include <assert.h>
 
 #include "events.h"
@@ -32,7 +33,24 @@ static const char *current_scheduler(const DevicePlan *p) {
         return NULL;
 }
 
-bool manager_sample_load(Manager *m, DevicePlan *p) {
+/* The disk's interrupt signatures between the last check's counts and these
+ * (diagnose/signals.h); with no earlier counts, its queue maps only. */
+static int irq_signals(Manager *m, const DevicePlan *p, const IrqCounts *prev, const IrqCounts *cur,
+                       FindingList *found) {
+        const Device *d = p->device;
+        IrqVectors v = {};
+        int r;
+
+        if (!cur || device_irq_vectors(d, &m->tuner.irqs, &v) < 0)
+                return 0;
+        r = v.n ? signals_irq(d->name, &v, prev ? prev : NULL, prev ? cur : NULL, &m->tuner.topology, d->numa_node,
+                              d->queues, d->n_queues, found)
+                : 0;
+        irq_vectors_done(&v);
+        return r;
+}
+
+bool manager_sample_load(Manager *m, DevicePlan *p, const IrqCounts *prev, const IrqCounts *cur) {
         _cleanup_free_ char *sched = NULL;
         FindingList found = {};
         bool changed = false, linger = false;
@@ -51,7 +69,8 @@ bool manager_sample_load(Manager *m, DevicePlan *p) {
                 if (!s && knob_read_queue(knob_get(KNOB_SCHEDULER), p->device->syspath, &sched) >= 0)
                         s = sched;
                 if (signals_block(p->device->name, s ?: "none", p->device->rotational, &p->last_stat, &now,
-                                  read_inflight(p->device->syspath), &found) == -ENOMEM) {
+                                  read_inflight(p->device->syspath), &found) == -ENOMEM ||
+                    irq_signals(m, p, prev, cur, &found) == -ENOMEM) {
                         finding_list_done(&found);
                         log_oom();
                         return false;

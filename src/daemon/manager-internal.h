@@ -87,11 +87,13 @@ int manager_release_holds(Manager *m);
  * counted, backed off from, and reported; a conflict names who else writes it. */
 void manager_note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now, DriftSeen seen);
 
-/* load.c: the disk's load since the last drift check and its findings; a new
+/* load.c: the disk's load since the last drift check and its interrupts between
+ * `prev` and `cur` (the last check's counts and this one's; NULL: not read), and
+ * their findings; a new
  * warning is logged once, and stays until no sample has shown a warning for
  * FINDING_LINGER_USEC. Whether a warning appeared or went away. */
 #define FINDING_LINGER_USEC (60ULL * USEC_PER_SEC)
-bool manager_sample_load(Manager *m, DevicePlan *p);
+bool manager_sample_load(Manager *m, DevicePlan *p, const IrqCounts *prev, const IrqCounts *cur);
 
 /* drift.c */
 int manager_arm_drift_timer(Manager *m);

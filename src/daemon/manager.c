@@ -31,6 +31,7 @@ Manager *manager_free(Manager *m) {
         free(m->path_watch_since);
         config_free(m->config);
         plan_done(&m->plan);
+        irq_counts_done(&m->irq_counts);
         tuner_done(&m->tuner);
         irqbalance_done(&m->irqbalance);
         free(m->our_bans);

@@ -5,6 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "irq-counts.h"
 #include "irqbalance.h"
 #include "plan.h"
 #include "tuner.h"
@@ -76,6 +77,8 @@ typedef struct Manager {
         size_t n_own_bans;
         bool own_bans_known;
         bool status_dirty;               /* something status.json shows changed outside a drift */
+        IrqCounts irq_counts;            /* the tuned disks' vectors at the last drift check (load.c) */
+        bool has_irq_counts;
 
         unsigned drifts_corrected;
         unsigned conflicts;

@@ -368,9 +368,12 @@ static int add_hot_cpu(const IrqContext *c, FindingList *out) {
         if (share <= SIGNAL_HOT_CPU_SHARE)
                 return 0;
 
-        f = finding_add(out, c->disk, "hot-cpu", FINDING_WARNING, NULL, NULL,
+        /* A notice: one submitting thread puts all its completions on its CPU, as it
+         * should; with many submitters it is the incident (all on CPU 0). */
+        f = finding_add(out, c->disk, "hot-cpu", FINDING_NOTICE, NULL, NULL,
                         "CPU %d took %.0f%% of the %.0f interrupts/s of %zu I/O vectors: the completions land on one "
-                        "CPU",
+                        "CPU (as they should for one submitting thread; with many, the others' completions cross "
+                        "CPUs)",
                         c->b->cpu_ids[hot], share * 100.0, (double) total / c->seconds, n_io);
         if (!f)
                 return -ENOMEM;

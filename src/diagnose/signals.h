@@ -80,7 +80,7 @@ int signals_block(const char *disk, const char *scheduler, bool rotational, cons
  *  - WARNING "irq-off-node" (knob "irq <N>"), per vector with more than
  *    SIGNAL_IRQ_OFF_NODE_SHARE of its >= SIGNAL_IRQ_MIN_INTERRUPTS interrupts
  *    outside the disk's node (only with numa_node >= 0 and 2+ nodes with CPUs);
- *  - WARNING "hot-cpu": one CPU takes more than SIGNAL_HOT_CPU_SHARE of the I/O
+ *  - NOTICE "hot-cpu": one CPU takes more than SIGNAL_HOT_CPU_SHARE of the I/O
  *    vectors' interrupts (2+ I/O vectors, 2+ online CPUs, >= SIGNAL_HOT_CPU_MIN_RATE/s);
  *  - NOTICE "silent-queue": I/O vectors with no interrupt while another I/O
  *    vector of the disk had >= SIGNAL_IRQ_MIN_INTERRUPTS;

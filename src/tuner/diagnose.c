@@ -51,19 +51,6 @@ static void sample_inflight(DiagnoseReport *rep, Sample *s) {
         }
 }
 
-static int load_counts(Tuner *t, const unsigned *irqs, size_t n, IrqCounts *ret) {
-        _cleanup_free_ char *text = NULL;
-        int r;
-
-        r = root_read_file(t->root, "/proc/interrupts", IRQ_TABLE_FILE_MAX, &text);
-        if (r < 0)
-                return r;
-        r = irq_counts_parse(text, irqs, n, ret);
-        if (r >= 0)
-                ret->sampled_usec = now_usec(CLOCK_MONOTONIC);
-        return r;
-}
-
 static void sample(Tuner *t, const char *debugfs, DiagnoseReport *rep, Sample *s, unsigned which) {
         for (size_t i = 0; i < rep->n; i++) {
                 const Device *d = rep->items[i].plan->device;
@@ -257,7 +244,7 @@ int tuner_diagnose(Tuner *t, const Config *c, char *const *names, const Diagnose
                         irqs[n_irqs++] = s[i].vectors.items[k].irq;
         }
 
-        have_irqs = n_irqs && load_counts(t, irqs, n_irqs, &ia) >= 0;
+        have_irqs = n_irqs && tuner_read_irq_counts(t, irqs, n_irqs, &ia) >= 0;
         start = now_usec(CLOCK_MONOTONIC);
         sample(t, debugfs, &rep, s, 0);
         step = o->interval_usec / DIAGNOSE_INFLIGHT_SAMPLES;
@@ -266,7 +253,7 @@ int tuner_diagnose(Tuner *t, const Config *c, char *const *names, const Diagnose
                 (void) usleep(step);
         }
         sample(t, debugfs, &rep, s, 1);
-        have_irqs = have_irqs && load_counts(t, irqs, n_irqs, &ib) >= 0;
+        have_irqs = have_irqs && tuner_read_irq_counts(t, irqs, n_irqs, &ib) >= 0;
         rep.seconds = (double) (now_usec(CLOCK_MONOTONIC) - start) / 1e6;
 
         for (size_t i = 0; i < rep.n; i++) {

@@ -120,6 +120,22 @@ void tuner_refresh_irqs(Tuner *t) {
         t->irqs = irqs;
 }
 
+int tuner_read_irq_counts(const Tuner *t, const unsigned *irqs, size_t n_irqs, IrqCounts *ret) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        assert(t);
+        assert(ret);
+
+        r = root_read_file(t->root, "/proc/interrupts", IRQ_TABLE_FILE_MAX, &text);
+        if (r < 0)
+                return r;
+        r = irq_counts_parse(text, irqs, n_irqs, ret);
+        if (r >= 0)
+                ret->sampled_usec = now_usec(CLOCK_MONOTONIC);
+        return r;
+}
+
 int tuner_probe(Tuner *t, const char *syspath, Device **ret) {
         struct udev_device *u;
         int r;

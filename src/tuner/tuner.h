@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "device.h"
+#include "irq-counts.h"
 #include "irq.h"
 #include "plan.h"
 #include "reconcile.h"
@@ -59,6 +60,10 @@ int tuner_reload_topology(Tuner *t);
 /* Re-read /proc/interrupts (vectors come and go with devices); on failure the
  * previous names stay. */
 void tuner_refresh_irqs(Tuner *t);
+
+/* Per-CPU counts of the vectors `irqs` (all numeric rows when n_irqs is 0) from
+ * the root's /proc/interrupts, stamped with the monotonic clock. */
+int tuner_read_irq_counts(const Tuner *t, const unsigned *irqs, size_t n_irqs, IrqCounts *ret);
 
 /* The disk at `syspath` (a udev event's), probed: -ENODEV when it is gone
  * already or is not a disk iotuned tunes. */

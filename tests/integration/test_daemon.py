@@ -461,6 +461,57 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(self.bed.read("nvme0n1", "queue/add_random"), "1")
         self.stop()
 
+    def test_load_and_interrupt_findings_in_journal_status_and_metrics(self):
+        """The daemon samples each disk's stat and /proc/interrupts at every drift
+        check: a structural finding (every hardware queue on one CPU) and the
+        software-queue signature are reported once, in status and metrics."""
+        self.bed.nvme(0, irqs=[40, 41, 42])
+        self.bed.write("nvme0n1", "mq/1/cpu_list", "0")  # both queues on CPU 0
+        self.bed.write("nvme0n1", "stat", "100 0 800 40 0 0 0 0 0 50 40 0 0 0 0 0 0")
+        self.bed.write("nvme0n1", "inflight", "0 0")
+        os.makedirs(os.path.join(self.root, "proc"), exist_ok=True)
+        with open(os.path.join(self.root, "proc/interrupts"), "w") as f:
+            f.write("           CPU0       CPU1\n"
+                    " 40:  0  0  PCI-MSIX-0000:01:00.0   0-edge      nvme0q0\n"
+                    " 41:  500  0  PCI-MSIX-0000:01:00.0   1-edge      nvme0q1\n"
+                    " 42:  500  0  PCI-MSIX-0000:01:00.0   2-edge      nvme0q2\n")
+        for irq in (40, 41, 42):
+            d = os.path.join(self.root, f"proc/irq/{irq}")
+            os.makedirs(d)
+            for name in ("smp_affinity_list", "effective_affinity_list"):
+                with open(os.path.join(d, name), "w") as f:
+                    f.write("0-1\n")
+        self.conf("iotuned.yaml.d/20-metrics.yaml", "metrics:\n  textfile: /var/lib/node-exporter/iotuned.prom\n")
+        prom = os.path.join(self.root, "var/lib/node-exporter/iotuned.prom")
+        self.start()
+
+        def kinds():
+            return [f["kind"] for f in self.status()["devices"][0].get("findings", [])]
+        wait_for(lambda: "queue-map-one-cpu" in kinds(), what="queue-map-one-cpu in status.json")
+        # mq-deadline, and 2000 reads that took 20 s in all within the next interval:
+        # a deep queue with the device not busy (io_ticks barely moved)
+        self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+        self.conf("profiles/deadline.yaml", "extends: latency\nqueue: { scheduler: mq-deadline }\n")
+        self.conf("iotuned.yaml.d/30-deadline.yaml", "rules:\n  - { match: { kernel: nvme0n1 }, profile: deadline }\n")
+        self.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: self.status()["devices"][0]["profile"] == "deadline", what="reloaded")
+        self.bed.write("nvme0n1", "stat", "2100 0 16800 20040 0 0 0 0 0 60 20040 0 0 0 0 0 0")
+        wait_for(lambda: "software-queue" in kinds(), what="software-queue in status.json")
+        log = self.daemon_log()
+        self.assertEqual(log.count("nvme0n1: all 2 hardware queues map to CPU 0 alone"), 1, log)
+        self.assertEqual(log.count("requests wait in the mq-deadline scheduler"), 1, log)
+        out = self.ctl("status").stdout
+        self.assertIn("nvme0n1 queue-map-one-cpu:", out)
+        self.assertIn("nvme0n1 software-queue:", out)
+        def metrics():
+            with open(prom) as f:
+                return f.read()
+        wait_for(lambda: 'iotuned_device_findings{device="nvme0n1",kind="software-queue",severity="warning"} 1'
+                 in metrics(), what="metrics")
+        self.assertIn('iotuned_device_findings{device="nvme0n1",kind="queue-map-one-cpu",severity="warning"} 1',
+                      metrics())
+        self.stop()
+
     def test_irqbalance_bans_merged_and_withdrawn(self):
         self.bed.nvme(0, irqs=[40, 41])
         os.makedirs(os.path.join(self.root, "proc"), exist_ok=True)

@@ -400,9 +400,10 @@ TEST(irq_hot_cpu_and_silent_queue) {
 
         f = find(&l, "hot-cpu");
         ASSERT_TRUE(f);
-        ASSERT_INT_EQ(f->severity, FINDING_WARNING);
+        ASSERT_INT_EQ(f->severity, FINDING_NOTICE);
         ASSERT_STREQ(f->summary,
-                     "CPU 0 took 100% of the 4000 interrupts/s of 2 I/O vectors: the completions land on one CPU");
+                     "CPU 0 took 100% of the 4000 interrupts/s of 2 I/O vectors: the completions land on one CPU (as "
+                     "they should for one submitting thread; with many, the others' completions cross CPUs)");
         ASSERT_NEAR(value(f, "cpu"), 0);
         ASSERT_NEAR(value(f, "share"), 1.0);
         ASSERT_NEAR(value(f, "total_per_s"), 4000);

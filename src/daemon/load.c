@@ -43,8 +43,8 @@ static int irq_signals(Manager *m, const DevicePlan *p, const IrqCounts *prev, c
 
         if (!cur || device_irq_vectors(d, &m->tuner.irqs, &v) < 0)
                 return 0;
-        r = v.n ? signals_irq(d->name, &v, prev ? prev : NULL, prev ? cur : NULL, &m->tuner.topology, d->numa_node,
-                              d->queues, d->n_queues, found)
+        r = v.n ? signals_irq(d->name, &v, prev, prev ? cur : NULL, &m->tuner.topology, d->numa_node, d->queues,
+                              d->n_queues, found)
                 : 0;
         irq_vectors_done(&v);
         return r;

@@ -29,7 +29,7 @@
 #define RULE_KEYS_MAX 64             /* keys in one udev rule */
 #define TUNED_INCLUDE_DEPTH 8        /* include= nesting, against loops */
 #define TUNED_PROFILES_MAX 8         /* names in active_profile */
-#define TUNED_LOADS_MAX 32           /* tuned.conf files read for one scan (include=a,a,a,... fans out) */
+#define TUNED_LOADS_MAX 32           /* tuned.conf files read per name in active_profile (include= fans out) */
 #define TUNED_OPTS_MAX 1024          /* options kept per section; more are ignored (linear lookups) */
 #define RULE_GOTOS_MAX 256           /* GOTOs and LABELs per rules file looked at for the skip note */
 #define FILE_WRITERS_MAX 256         /* writers kept per rules file */
@@ -1584,6 +1584,8 @@ static int tuned_scan(const char *root, const Device *d, const Procs *procs, Wri
                 return -ENOMEM;
         for (char *t = strtok_r(names, " \t", &save); t && count < TUNED_PROFILES_MAX;
              t = strtok_r(NULL, " \t", &save), count++) {
+                /* Each name its own budget: one that fans out does not starve the next. */
+                merged.loads = 0;
                 r = tuned_load(root, t, t, 0, &merged);
                 if (r < 0)
                         goto finish;

@@ -507,7 +507,6 @@ TEST(hostile_cost_is_bounded) {
         _cleanup_free_ char *rules = path_join(t, "etc/udev/rules.d/40-cost.rules"),
                             *conf = path_join(t, "etc/tuned/wide/tuned.conf");
         WriterList l = {};
-        uint64_t t0;
         size_t udev = 0;
         FILE *f;
 
@@ -535,16 +534,22 @@ TEST(hostile_cost_is_bounded) {
         /* a rules file that links to a device: refused before it is opened */
         tmpdir_symlink(t, "etc/udev/rules.d/50-dev.rules", "/dev/zero");
 
-        t0 = now_usec(CLOCK_MONOTONIC);
-        alarm(30);
+        /* Unbounded, these took 4.4 s, 79 s and 36 s; bounded, tens of ms. What is
+         * asserted is the bound's outcome, not a time a loaded machine could miss;
+         * the alarm is only a backstop against a hang. */
+        alarm(120);
         ASSERT_INT_EQ(writers_scan(t, d, &l), 0);
         alarm(0);
-        /* seconds without the bounds (measured: 4.4 s, 79 s, 36 s); well under one with them */
-        ASSERT_TRUE(now_usec(CLOCK_MONOTONIC) - t0 < 5 * 1000000ULL);
         for (size_t i = 0; i < l.n; i++)
                 udev += l.items[i].kind == WRITER_UDEV_RULE;
         ASSERT_INT_EQ(udev, 256); /* the first ones of the file, bounded */
         ASSERT_TRUE(writers_for_knob(&l, "scheduler"));
+        /* the second profile was still read after the first one's fan-out was cut
+         * off: its elevator is the merged one */
+        bool bfq = false;
+        for (size_t i = 0; i < l.n; i++)
+                bfq = bfq || (l.items[i].kind == WRITER_TUNED && streq_ptr(l.items[i].value, "bfq"));
+        ASSERT_TRUE(bfq);
         writer_list_done(&l);
         tmpdir_remove(t);
 }

@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "manager.h"
+#include "timing.h"
 #include "util.h"
 
 static void help(void) {
@@ -41,6 +42,7 @@ int main(int argc, char *argv[]) {
         const char *config_dir = NULL, *root = NULL;
         int c, r;
 
+        timing_main_usec = now_usec(CLOCK_MONOTONIC);
         log_set_program_name("iotuned");
         log_set_target(log_target_from_environment());
 

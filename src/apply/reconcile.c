@@ -13,6 +13,7 @@
 #include "originals.h"
 #include "pcie-link.h"
 #include "reconcile.h"
+#include "timing.h"
 #include "util.h"
 
 static void set_note(Setting *s, char *note) {
@@ -153,6 +154,7 @@ static const ScopeOps *scope_ops_of(const Knob *k) {
 
 /* *ret_why (may be NULL) gets a controller row's reason for a failure or -EOPNOTSUPP. */
 static int read_setting(const Device *d, const Setting *s, char **ret, char **ret_why) {
+        TIMING_SCOPE(TIMING_READ);
         _cleanup_free_ char *raw = NULL;
         int r;
 
@@ -167,6 +169,7 @@ static int read_setting(const Device *d, const Setting *s, char **ret, char **re
 }
 
 static int write_setting(const Device *d, const Setting *s, const char *value, char **ret_why) {
+        TIMING_SCOPE(TIMING_WRITE);
         assert(d);
         assert(s);
         assert(value);
@@ -477,6 +480,7 @@ static int record_failed(const char *dir, const Device *d, int r) {
 /* Record the disk's originals before its first write (once per reconcile), taking
  * the originals lock, which *lock then holds until the caller returns. */
 static int record_once(DevicePlan *p, const ReconcileOptions *o, bool *recorded, int *lock) {
+        TIMING_SCOPE(TIMING_RECORD);
         int r;
 
         assert(p);
@@ -536,6 +540,8 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 _cleanup_free_ char *note = NULL;
                 KnobFacts facts;
 
+                if (o->scopes && !(o->scopes & (1u << k->scope)))
+                        continue;
                 free(s->observed);
                 free(s->effective);
                 free(s->previous);

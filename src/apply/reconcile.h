@@ -28,6 +28,10 @@ typedef struct ReconcileOptions {
          * daemon does not rebind from a drift check. */
         bool allow_rebind;
         char *const *rebound_already;
+        /* 1u << KnobScope of the rows to act on; 0: every row. Rows left out keep
+         * what they had (a fresh plan's: nothing read, nothing written). The daemon
+         * writes a hot-added disk's queue rows first, the rest at udev's event. */
+        unsigned scopes;
         /* /sys/module/nvme, or a test tree's; NULL: the real one. */
         const char *nvme_module_dir;
 } ReconcileOptions;

@@ -17,6 +17,7 @@
 #include "irqset.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "timing.h"
 #include "util.h"
 
 static void set_irqbalance_state(Manager *m, const char *fmt, ...) _printf_(2, 3);
@@ -293,6 +294,7 @@ static int manager_sync_irqbalance_full(Manager *m, bool stopping, unsigned time
 }
 
 void manager_sync_irqbalance(Manager *m, bool stopping) {
+        TIMING_SCOPE(TIMING_IRQBALANCE);
         assert(m);
 
         (void) manager_sync_irqbalance_full(m, stopping, 0);

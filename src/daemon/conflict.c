@@ -26,7 +26,9 @@ static char *find_writer(Manager *m, const DevicePlan *p, const Setting *s, Drif
 
         if (writers_scan(m->tuner.root, p->device, &l) < 0)
                 return NULL;
-        w = writers_for_drift(&l, writer_knob(s), s->previous, seen == DRIFT_SEEN_UDEV_CHANGE);
+        w = writers_for_drift(&l, writer_knob(s), s->previous, seen == DRIFT_SEEN_UDEV_CHANGE ? "change"
+                                                            : seen == DRIFT_SEEN_UDEV_ADD  ? "add"
+                                                                                           : NULL);
         if (w)
                 (void) asprintf_safe(&text, "%s%s%s%s%s", w->who, w->source ? " " : "", w->source ?: "",
                                      w->value ? " writing " : "", w->value ?: "");
@@ -37,7 +39,9 @@ static char *find_writer(Manager *m, const DevicePlan *p, const Setting *s, Drif
 void manager_note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now, DriftSeen seen) {
         DriftVerdict v;
         uint64_t hold;
-        const char *via = seen == DRIFT_SEEN_UDEV_CHANGE ? " after a udev change event" : "";
+        const char *via = seen == DRIFT_SEEN_UDEV_CHANGE ? " after a udev change event"
+                          : seen == DRIFT_SEEN_UDEV_ADD  ? " by the time udev's add event arrived"
+                                                         : "";
 
         assert(m);
         assert(p);

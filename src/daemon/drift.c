@@ -4,11 +4,13 @@
  * backoff.c, and a first tuning that waited to be reported is reported. */
 #include <assert.h>
 #include <sys/random.h>
+#include <systemd/sd-daemon.h>
 
 #include "events.h"
 #include "fileio.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "timing.h"
 #include "util.h"
 
 /* A multipath path whose controller is not live (connecting, resetting) is not
@@ -27,7 +29,7 @@ static bool path_not_live(const DevicePlan *p) {
 
 int manager_check_drift(Manager *m) {
         int targets[_KNOB_MAX];
-        uint64_t now, checked;
+        uint64_t now;
         bool changed = false;
         int r;
 
@@ -35,7 +37,6 @@ int manager_check_drift(Manager *m) {
 
         /* The event's time for the accounting; the durations below are measured. */
         now = manager_now(m, CLOCK_MONOTONIC);
-        checked = now_usec(CLOCK_MONOTONIC);
         r = manager_release_holds(m);
         if (r == -ENOMEM)
                 return r;
@@ -46,6 +47,11 @@ int manager_check_drift(Manager *m) {
         for (size_t i = 0; i < m->plan.n; i++) {
                 DevicePlan *p = m->plan.devices[i];
 
+                r = manager_early_overdue(m, i, now);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
                 ssize_t pi = manager_pending_index(m, p->device->name);
                 if (pi >= 0) {
                         /* Its first tuning waits to be reported (or forgotten with the disk). */
@@ -86,6 +92,7 @@ int manager_check_drift(Manager *m) {
                 r = tuner_reconcile_device(&m->tuner, p, RECONCILE_APPLY, targets, false);
                 if (r == -ENOMEM)
                         return r;
+                timing_count_disk();
                 for (size_t k = 0; k < p->n_settings; k++) {
                         Setting *s = &p->settings[k];
                         if (s->state == STATE_CHANGED) {
@@ -111,11 +118,7 @@ int manager_check_drift(Manager *m) {
         m->irq_counts = irqs;
         m->has_irq_counts = have_irqs;
         irqs = (IrqCounts) {};
-        uint64_t synced = now_usec(CLOCK_MONOTONIC);
         manager_sync_irqbalance(m, false);
-        log_debug("Drift check: %llu ms reading and writing, %llu ms irqbalance.",
-                  (unsigned long long) ((synced - checked) / 1000),
-                  (unsigned long long) ((now_usec(CLOCK_MONOTONIC) - synced) / 1000));
         if (changed || m->status_dirty ||
             manager_now(m, CLOCK_REALTIME) - m->last_check_usec >= STATUS_REFRESH_USEC) {
                 m->status_dirty = false;
@@ -130,13 +133,39 @@ int manager_arm_drift_timer(Manager *m);
 
 static int on_drift_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
-        int r = manager_check_drift(m);
+        int r;
 
         assert(m);
+
+        timing_begin(0, "drift check");
+        r = manager_check_drift(m);
+        if (m->watchdog_in_check) {
+                timing_enter(TIMING_NOTIFY);
+                (void) sd_notify(false, "WATCHDOG=1");
+                timing_leave();
+        }
+        timing_end_log();
 
         if (r < 0)
                 log_error_errno(r, "Drift check failed: %m");
         return manager_arm_drift_timer(m);
+}
+
+void manager_setup_watchdog(Manager *m) {
+        uint64_t period = 0, latest;
+        int r;
+
+        assert(m);
+
+        r = sd_watchdog_enabled(false, &period);
+        /* The latest a check comes: the interval and its jitter (manager_arm_drift_timer). */
+        latest = m->config->reassert_usec + m->config->reassert_usec / 10 + m->config->reassert_usec / 20;
+        m->watchdog_in_check = r > 0 && latest <= period / 2;
+        r = sd_event_set_watchdog(m->event, r > 0 && !m->watchdog_in_check);
+        if (r < 0)
+                log_warning_errno(r, "Cannot enable the watchdog: %m");
+        if (m->watchdog_in_check)
+                (void) sd_notify(false, "WATCHDOG=1");
 }
 
 int manager_arm_drift_timer(Manager *m) {

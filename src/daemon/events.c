@@ -6,6 +6,7 @@
 #include <systemd/sd-journal.h>
 
 #include "events.h"
+#include "timing.h"
 #include "log.h"
 #include "util.h"
 
@@ -43,6 +44,7 @@ const char *event_message_id(EventKind k) {
  * stderr otherwise (a developer's terminal).
  * Fields are passed as "KEY=value" strings; NULL values are skipped. */
 static void emit(EventKind k, int priority, const char *message, const char *const *fields, size_t n_fields) {
+        TIMING_SCOPE(TIMING_JOURNAL);
         struct iovec iov[24];
         char *bufs[24];
         size_t n = 0;
@@ -180,7 +182,9 @@ void event_drift(EventKind k, int priority, const DevicePlan *p, const Setting *
         if (vasprintf(&msg, fmt, ap) < 0)
                 msg = NULL;
         va_end(ap);
-        extra[0] = field("DRIFT_SEEN", seen == DRIFT_SEEN_UDEV_CHANGE ? "udev-change" : "drift-check");
+        extra[0] = field("DRIFT_SEEN", seen == DRIFT_SEEN_UDEV_CHANGE ? "udev-change"
+                                          : seen == DRIFT_SEEN_UDEV_ADD  ? "udev-add"
+                                                                         : "drift-check");
         extra[1] = field("WRITER", s->writer);
         if (msg)
                 emit_device_extra(k, priority, p, s, msg, extra);

@@ -44,10 +44,11 @@ void event_rebound(const DevicePlan *p, const char *controller);
 void event_setting(EventKind k, int priority, const DevicePlan *p, const Setting *s, const char *fmt, ...)
         _printf_(5, 6);
 /* Where a drift was seen: a drift check, or a udev "change" event of the disk (a
- * udev rule rewrote the knob). Sent as DRIFT_SEEN= ("drift-check", "udev-change"). */
+ * udev rule rewrote the knob). Sent as DRIFT_SEEN= ("drift-check", "udev-change", "udev-add"). */
 typedef enum DriftSeen {
         DRIFT_SEEN_CHECK,
         DRIFT_SEEN_UDEV_CHANGE,
+        DRIFT_SEEN_UDEV_ADD, /* udev's "add" of a disk tuned at its kernel event (hotplug.c) */
 } DriftSeen;
 
 /* EVENT_DRIFT and EVENT_CONFLICT: a knob-level event with DRIFT_SEEN=, and WRITER=

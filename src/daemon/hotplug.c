@@ -26,6 +26,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "timing.h"
 #include "util.h"
 
 /* udev may queue a burst (hundreds of disks at boot, a JBOF hot-add): a large
@@ -85,6 +86,7 @@ static int tune_path(Manager *m, const char *name) {
         log_debug("%s: NVMe multipath path found (controller %s, state %s); tuning it.", name,
                   d->nvme ? d->nvme->name : "?", d->nvme && d->nvme->state ? d->nvme->state : "?");
         r = manager_tune_device(m, d);
+        manager_arm_path_poll(m);
         return r < 0 ? r : 1;
 }
 
@@ -238,17 +240,36 @@ static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
                 m->path_watch[j] = NULL;
         m->in_batch = false;
         changed = refresh_path_states(m) || changed;
-        /* Always re-armed: paths may also be planned at a reload, without an NVMe
-         * event; a check with no path planned is a loop over the plans. */
-        next = MIN(next, PATH_STATE_POLL_USEC);
         if (changed) {
                 manager_sync_irqbalance(m, false);
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
-        (void) sd_event_source_set_time(s, now + next);
-        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        /* Polled while a path is planned; a path planned later (a reload, a rescan)
+         * arms it again (manager_arm_path_poll). Without paths, no wake-up. */
+        for (size_t i = 0; i < m->plan.n && next > PATH_STATE_POLL_USEC; i++)
+                if (m->plan.devices[i]->device->multipath_head_name)
+                        next = PATH_STATE_POLL_USEC;
+        if (next != UINT64_MAX) {
+                (void) sd_event_source_set_time(s, now + next);
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        }
         return 0;
+}
+
+void manager_arm_path_poll(Manager *m) {
+        int enabled = SD_EVENT_OFF;
+        bool any = false;
+
+        assert(m);
+
+        for (size_t i = 0; i < m->plan.n && !any; i++)
+                any = m->plan.devices[i]->device->multipath_head_name;
+        if (!any || !m->path_watch_source || sd_event_source_get_enabled(m->path_watch_source, &enabled) < 0 ||
+            enabled != SD_EVENT_OFF)
+                return;
+        (void) sd_event_source_set_time(m->path_watch_source, now_usec(CLOCK_MONOTONIC) + PATH_STATE_POLL_USEC);
+        (void) sd_event_source_set_enabled(m->path_watch_source, SD_EVENT_ONESHOT);
 }
 
 /* An event of an NVMe controller or subsystem (`name` is the last part of its
@@ -284,6 +305,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
         assert(m);
 
         (void) sd_event_source_set_enabled(m->batch_source, SD_EVENT_OFF);
+        timing_begin(0, "udev batch");
         tuner_refresh_irqs(&m->tuner);
         m->in_batch = true;
         for (char **e = batch; e && *e; e++) {
@@ -306,6 +328,11 @@ static int on_batch(sd_event_source *s, void *userdata) {
                         continue;
                 }
                 if (streq(action, "remove")) {
+                        ssize_t idx = manager_plan_index(m, name);
+                        /* A disk tuned at the kernel's event whose queue is there now is a
+                         * new one under the old name: this "remove" is the old disk's. */
+                        if (idx >= 0 && m->plan.devices[idx]->early_usec && !device_vanished(m->plan.devices[idx]->device))
+                                continue;
                         manager_forget_device(m, name);
                         changed = true;
                         continue;
@@ -327,9 +354,9 @@ static int on_batch(sd_event_source *s, void *userdata) {
                 }
                 if (r >= 0) {
                         /* A udev rule that runs on "change" rewrote knobs just before (tuning.c) */
-                        m->in_change = streq(action, "change");
+                        m->udev_action = action;
                         r = manager_tune_device(m, d);
-                        m->in_change = false;
+                        m->udev_action = NULL;
                 }
                 if (r < 0 && access(syspath, F_OK) < 0 && errno == ENOENT)
                         log_debug_errno(r, "Cannot tune %s, which was removed meanwhile: %m", name);
@@ -343,6 +370,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
+        timing_end_log();
         return 0;
 }
 

@@ -77,6 +77,9 @@ int manager_retry_unrecorded(Manager *m, DevicePlan *p, const int *targets);
 ssize_t manager_pending_index(const Manager *m, const char *name);
 void manager_pending_drop(Manager *m, const char *name);
 bool device_vanished(const Device *d);
+/* The same disk, not another one that took its name: the same diskseq, or, before
+ * 5.15, the same sysfs path. */
+bool manager_same_disk(const Device *a, const Device *b);
 /* Whether `iotunectl tune` holds the disk (hold.h): not tuned, not corrected. The
  * first sight of a hold is logged; manager_release_holds() tunes the disk afresh
  * once its hold has ended. */
@@ -97,9 +100,25 @@ bool manager_sample_load(Manager *m, DevicePlan *p, const IrqCounts *prev, const
 
 /* drift.c */
 int manager_arm_drift_timer(Manager *m);
+/* WatchdogSec=: pinged by every drift check when they come at least twice per
+ * watchdog period (one wake-up for both), else by sd-event's own timer. */
+void manager_setup_watchdog(Manager *m);
 
 /* hotplug.c */
 int manager_watch_udev(Manager *m);
+/* While a multipath path is planned, its controller's state is polled (on_path_watch). */
+void manager_arm_path_poll(Manager *m);
+
+/* kernel-event.c: the kernel's "add" of a disk, heard before udev's (which comes
+ * after udev's rules ran): its queue rows are written at once. */
+#define EARLY_WAIT_USEC (10 * USEC_PER_SEC)
+int manager_watch_kernel(Manager *m);
+/* Whether the configuration plans `d` the same before udev has run as after. */
+bool manager_early_allowed(const Manager *m, const Device *d);
+/* For a drift check: plan `i` was tuned early and waits for udev's event (1: leave
+ * it), or waited EARLY_WAIT_USEC in vain and was tuned fully now (1), or is not
+ * early (0); -ENOMEM. */
+int manager_early_overdue(Manager *m, size_t i, uint64_t now);
 
 /* reload.c */
 int manager_load_config(Manager *m, bool reload, Config **ret);

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "manager-internal.h"
 #include "originals.h"
+#include "timing.h"
 #include "util.h"
 
 Manager *manager_free(Manager *m) {
@@ -21,11 +22,13 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sigint_source);
         sd_event_source_disable_unref(m->sighup_source);
         sd_event_source_disable_unref(m->monitor_source);
+        sd_event_source_disable_unref(m->kernel_source);
         sd_event_source_disable_unref(m->batch_source);
         sd_event_source_disable_unref(m->drift_source);
         sd_event_source_disable_unref(m->path_watch_source);
         sd_event_unref(m->event);
         udev_monitor_unref(m->monitor);
+        udev_monitor_unref(m->kernel_monitor);
         strv_free(m->pending);
         strv_free(m->path_watch);
         free(m->path_watch_since);
@@ -75,7 +78,9 @@ int manager_new(const char *root, const char *config_dir, Manager **ret) {
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         assert(userdata);
 
+        timing_begin(0, "reload");
         (void) manager_reload(userdata);
+        timing_end_log();
         return 0;
 }
 
@@ -88,6 +93,7 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
         assert(m);
         int r;
 
+        timing_begin(0, "stop");
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping.");
         if (m->config->restore_on_stop) {
                 r = tuner_restore(&m->tuner, NULL, &restored, &gone);
@@ -111,6 +117,7 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
                 log_info("restore_on_stop is off: leaving tuned values in place.");
         manager_withdraw_irqbalance_bans(m, deadline);
         manager_unpublish(m);
+        timing_end_log();
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
@@ -120,6 +127,8 @@ int manager_start(Manager *m) {
 
         assert(m);
 
+        /* From main()'s first line: what a start costs the daemon itself. */
+        timing_begin(timing_main_usec, "start");
         r = manager_load_config(m, false, &m->config);
         if (r < 0) {
                 (void) sd_notify(false, "STATUS=Invalid configuration; not started (journalctl -u iotuned).");
@@ -145,26 +154,32 @@ int manager_start(Manager *m) {
             (r = sd_event_add_signal(m->event, &m->sigint_source, SIGINT, on_sigterm, m)) < 0 ||
             (r = sd_event_add_signal(m->event, &m->sighup_source, SIGHUP, on_sighup, m)) < 0)
                 return log_error_errno(r, "Cannot watch signals: %m");
-        r = sd_event_set_watchdog(m->event, true);
-        if (r < 0)
-                log_warning_errno(r, "Cannot enable the watchdog: %m");
 
         /* Watch before enumerating, so a disk that appears in between is not missed
          * (at worst it is tuned twice, which changes nothing the second time). */
         r = manager_watch_udev(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch udev events: %m");
+        r = manager_watch_kernel(m);
+        if (r < 0)
+                /* udev's events still come: hot-added disks are tuned once udev is done. */
+                log_warning_errno(r, "Cannot watch the kernel's events; tuning hot-added disks at udev's: %m");
         r = manager_tune_all(m);
         if (r < 0)
                 return r;
+        manager_arm_path_poll(m);
         r = manager_arm_drift_timer(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot arm the drift timer: %m");
+        manager_setup_watchdog(m);
         manager_sync_irqbalance(m, false);
 
         manager_write_status(m);
         manager_notify_status(m, NULL);
+        timing_enter(TIMING_NOTIFY);
         (void) sd_notify(false, "READY=1");
+        timing_leave();
+        timing_end_log();
         log_info("Started: tuning %zu device%s, checking for drift every %llu ms.", m->plan.n,
                  m->plan.n == 1 ? "" : "s", (unsigned long long) (m->config->reassert_usec / 1000));
         return 0;

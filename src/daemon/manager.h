@@ -24,11 +24,13 @@ typedef struct Manager {
         sd_event *event;
         sd_event_source *sigterm_source, *sigint_source, *sighup_source;
         sd_event_source *monitor_source;
+        sd_event_source *kernel_source;  /* the kernel's own uevents (kernel-event.c) */
         sd_event_source *batch_source;   /* defer: handles the queued udev events */
         sd_event_source *drift_source;
 
         Tuner tuner;                     /* root, paths, udev, topology, IRQs, rebound controllers */
         struct udev_monitor *monitor;
+        struct udev_monitor *kernel_monitor;
         char **pending;                  /* queued "ACTION SYSPATH" from udev, oldest first */
         /* NVMe controllers and subsystems whose hidden path disks are looked for again
          * for a while after their uevent (the namespace scan that creates them runs
@@ -53,7 +55,9 @@ typedef struct Manager {
         bool in_batch;                   /* handling udev events (not start or reload) */
         const Plan *replaced;            /* during a reload: the plans being replaced, whose drift
                                           * history and holds the new ones take over */
-        bool in_change;                  /* handling a udev "change" event of the disk being tuned */
+        /* The udev event being handled for the disk being tuned ("add", "change"),
+         * NULL otherwise: a knob found rewritten since iotuned's last write is drift. */
+        const char *udev_action;
 
         /* irqbalance: the vectors we pin are banned at runtime through its socket */
         IrqBalance irqbalance;
@@ -79,6 +83,8 @@ typedef struct Manager {
         bool status_dirty;               /* something status.json shows changed outside a drift */
         IrqCounts irq_counts;            /* the tuned disks' vectors at the last drift check (load.c) */
         bool has_irq_counts;
+
+        bool watchdog_in_check;          /* the drift check pings the watchdog (drift.c) */
 
         unsigned drifts_corrected;
         unsigned conflicts;

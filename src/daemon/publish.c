@@ -10,6 +10,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "timing.h"
 #include "metrics.h"
 #include "plan-json.h"
 #include "util.h"
@@ -48,6 +49,7 @@ static void manager_write_metrics(Manager *m) {
 }
 
 void manager_write_status(Manager *m) {
+        TIMING_SCOPE(TIMING_PUBLISH);
         json_object *j = report_plan_document("status", &m->plan, false), *d;
         const char *text;
         int r;
@@ -85,6 +87,7 @@ void manager_write_status(Manager *m) {
 
 /* "6 devices: latency 4, throughput 2; 3 drifts corrected; 1 conflict" */
 void manager_notify_status(Manager *m, const char *extra) {
+        TIMING_SCOPE(TIMING_NOTIFY);
         char buf[1024];
         size_t off = 0;
         unsigned tuned = 0, excluded = 0;

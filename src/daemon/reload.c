@@ -9,9 +9,11 @@
 #include "events.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "timing.h"
 #include "util.h"
 
 int manager_load_config(Manager *m, bool reload, Config **ret) {
+        TIMING_SCOPE(TIMING_CONFIG);
         Diag diag = {};
         int r;
 
@@ -58,8 +60,10 @@ int manager_reload(Manager *m) {
                 manager_restore_dropped_knobs(m, old.devices[i], idx >= 0 ? m->plan.devices[idx] : NULL);
         }
         plan_done(&old);
+        manager_arm_path_poll(m);
         manager_sync_irqbalance(m, false);
         (void) manager_arm_drift_timer(m);
+        manager_setup_watchdog(m);
         manager_write_status(m);
         manager_notify_status(m, NULL);
         (void) sd_notify(false, "READY=1");

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "manager-internal.h"
 #include "originals.h"
+#include "timing.h"
 #include "util.h"
 
 ssize_t manager_plan_index(const Manager *m, const char *name) {
@@ -60,7 +61,7 @@ static void keep_runtime(const DevicePlan *old, DevicePlan *new) {
 /* The same disk, not another one that took its name (a remove and an add in one
  * batch, a multipath path replaced): the same diskseq, or, before 5.15, the same
  * sysfs path. */
-static bool same_disk(const Device *a, const Device *b) {
+bool manager_same_disk(const Device *a, const Device *b) {
         if (a->diskseq && b->diskseq)
                 return streq(a->diskseq, b->diskseq);
         return streq_ptr(a->syspath, b->syspath);
@@ -112,6 +113,20 @@ static bool replan_found_drift(const DevicePlan *old, const Setting *s) {
                 return false;
         return (o->state == STATE_OK || o->state == STATE_CHANGED) && streq_ptr(o->effective, s->effective) &&
                streq_ptr(o->observed, o->effective);
+}
+
+/* The disk's queue rows were written at the kernel's "add" event (kernel-event.c)
+ * and udev's event found `s` as they were left: what this pass reports (the
+ * journal's "tuned" rows, status.json) is that change, not "already ok". */
+static void carry_early_change(const DevicePlan *early, Setting *s) {
+        const Setting *o = old_setting(early, s);
+
+        if (!o || s->state != STATE_OK || o->state != STATE_CHANGED || !streq_ptr(o->effective, s->effective))
+                return;
+        free(s->previous);
+        s->previous = strdup_or_null(o->previous);
+        s->state = STATE_CHANGED;
+        s->rt.last_change_usec = o->rt.last_change_usec;
 }
 
 /* Knobs a disk had in its old plan and does not have in the new one (NULL: it is
@@ -285,13 +300,14 @@ int manager_tune_device(Manager *m, Device *d) {
                 return r;
         idx = manager_plan_index(m, p->device->name);
         prev = idx >= 0 ? m->plan.devices[idx] : replaced_plan(m, p->device->name);
-        same = prev && same_disk(prev->device, p->device);
+        same = prev && manager_same_disk(prev->device, p->device);
         if (same)
                 take_over(prev, p, manager_now(m, CLOCK_MONOTONIC));
         /* A rebind brings the disks back as new devices, which come through here again:
          * once per controller and set of counts (the Tuner's rebound list), so one that
          * comes back short is not rebound forever. */
         r = tuner_reconcile_device(&m->tuner, p, RECONCILE_APPLY, targets, true);
+        timing_count_disk();
         if (p->rebound) {
                 event_log_tuned(p); /* the rebind's own row: changed, or failed with why */
                 event_rebound(p, p->device->nvme->name);
@@ -312,8 +328,12 @@ int manager_tune_device(Manager *m, Device *d) {
         manager_stamp_changes(m, p);
         for (size_t k = 0; k < p->n_settings; k++) {
                 Setting *s = &p->settings[k];
-                if (same && idx >= 0 && m->in_change && replan_found_drift(prev, s))
-                        manager_note_drift(m, p, s, manager_now(m, CLOCK_MONOTONIC), DRIFT_SEEN_UDEV_CHANGE);
+                if (same && idx >= 0 && m->udev_action && replan_found_drift(prev, s))
+                        manager_note_drift(m, p, s, manager_now(m, CLOCK_MONOTONIC),
+                                           streq(m->udev_action, "add") ? DRIFT_SEEN_UDEV_ADD
+                                                                        : DRIFT_SEEN_UDEV_CHANGE);
+                else if (same && idx >= 0 && prev->early_usec)
+                        carry_early_change(prev, s);
                 s->rt.last_reported = s->state;
                 s->hold = false;
         }

@@ -1657,7 +1657,7 @@ const Writer *writers_for_knob(const WriterList *l, const char *knob) {
         return best;
 }
 
-const Writer *writers_for_drift(const WriterList *l, const char *knob, const char *value_seen, bool udev_change) {
+const Writer *writers_for_drift(const WriterList *l, const char *knob, const char *value_seen, const char *udev_action) {
         const Knob *k = knob_by_name(knob);
         const Writer *best = NULL;
         int best_rank = -1;
@@ -1683,7 +1683,10 @@ const Writer *writers_for_drift(const WriterList *l, const char *knob, const cha
                                 continue;
                 }
                 rank = (agrees ? 8 : 0) + (w->match == WRITER_MATCH_YES ? 4 : 0) + (exact ? 2 : 0) +
-                       (udev_change && w->kind == WRITER_UDEV_RULE && w->on_change ? 1 : 0);
+                       (udev_action && w->kind == WRITER_UDEV_RULE &&
+                                        (streq(udev_action, "add") ? w->on_add : w->on_change)
+                                ? 1
+                                : 0);
                 if (rank >= best_rank) { /* ties: the later one acts last */
                         best = w;
                         best_rank = rank;

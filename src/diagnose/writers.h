@@ -80,7 +80,7 @@ const Writer *writers_for_knob(const WriterList *l, const char *knob);
  * TuneD entry whose daemon does not run, or one that writes another value; one
  * that writes exactly that value first, and, when the change was seen at a udev
  * "change" event, a udev rule that runs on those. NULL when none is left. */
-const Writer *writers_for_drift(const WriterList *l, const char *knob, const char *value_seen, bool udev_change);
+const Writer *writers_for_drift(const WriterList *l, const char *knob, const char *value_seen, const char *udev_action);
 
 /* Append one Finding per writer that matches (YES or MAYBE) to `out`, kind
  * "udev-rule-writer", "tuned-writer", "irqbalance-writer" or "iotuned-writer",

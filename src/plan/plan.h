@@ -90,6 +90,10 @@ typedef struct DevicePlan {
         bool has_load;
         FindingList findings;
         uint64_t warning_seen_usec;  /* CLOCK_MONOTONIC: the last sample with a warning finding */
+        /* The daemon: its queue knobs were written at the kernel's "add" event at this
+         * CLOCK_MONOTONIC time, and udev's event for it has not been handled yet (0:
+         * not so). See src/daemon/kernel-event.c. */
+        uint64_t early_usec;
 } DevicePlan;
 
 DevicePlan *device_plan_free(DevicePlan *p);

@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 
 #include "device.h"
+#include "timing.h"
 #include "sysfs-attr.h"
 #include "fileio.h"
 #include "escape.h"
@@ -318,6 +319,7 @@ static unsigned read_uint_attr(const char *dir, const char *attr) {
 }
 
 int device_probe(struct udev_device *u, Device **ret) {
+        TIMING_SCOPE(TIMING_PROBE_UDEV);
         assert(u);
         assert(ret);
 

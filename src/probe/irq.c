@@ -8,6 +8,7 @@
 
 #include "fileio.h"
 #include "irq.h"
+#include "timing.h"
 #include "log.h"
 #include "util.h"
 
@@ -320,6 +321,7 @@ static int cmp_vector(const void *a, const void *b) {
 }
 
 int device_irq_vectors(const Device *d, const IrqTable *t, IrqVectors *ret) {
+        TIMING_SCOPE(TIMING_PROBE_IRQS);
         IrqVectors v = {};
         _cleanup_free_ char *msi = NULL;
         DIR *dh;

@@ -11,6 +11,7 @@
 
 #include "nvme-command.h"
 #include "nvme.h"
+#include "timing.h"
 #include "sysfs-attr.h"
 #include "util.h"
 
@@ -225,6 +226,7 @@ static unsigned pcie_max_queue_entries(struct udev_device *u) {
 }
 
 int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
+        TIMING_SCOPE(TIMING_PROBE_NVME);
         assert(u);
         assert(ret);
 

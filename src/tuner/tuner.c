@@ -13,6 +13,7 @@
 #include "restore.h"
 #include "rootfs.h"
 #include "tuner.h"
+#include "timing.h"
 #include "util.h"
 
 int tuner_init(Tuner *t, const char *root, const char *config_dir) {
@@ -82,6 +83,7 @@ int tuner_load_config(const Tuner *t, Config **ret, Diag *ret_diag) {
 }
 
 int tuner_reload_topology(Tuner *t) {
+        TIMING_SCOPE(TIMING_PROBE_TOPO);
         Topology topology = {};
         int r;
 
@@ -96,6 +98,7 @@ int tuner_reload_topology(Tuner *t) {
 }
 
 void tuner_refresh_irqs(Tuner *t) {
+        TIMING_SCOPE(TIMING_PROBE_IRQS);
         _cleanup_free_ char *text = NULL;
         IrqTable irqs = {};
         int r;
@@ -121,6 +124,7 @@ void tuner_refresh_irqs(Tuner *t) {
 }
 
 int tuner_read_irq_counts(const Tuner *t, const unsigned *irqs, size_t n_irqs, IrqCounts *ret) {
+        TIMING_SCOPE(TIMING_PROBE_IRQS);
         _cleanup_free_ char *text = NULL;
         int r;
 
@@ -171,6 +175,7 @@ int tuner_enumerate(Tuner *t, const Config *c, DeviceList *ret) {
         assert(ret);
 
         f = tuner_discovery_filter(c);
+        TIMING_SCOPE(TIMING_ENUMERATE);
         return device_enumerate(t->udev, &f, ret);
 }
 
@@ -200,6 +205,7 @@ int tuner_lookup(Tuner *t, char *const *names, DeviceList *ret, const char **ret
 
 int tuner_plan(Tuner *t, const Config *c, char *const *names, DeviceList *devices, Plan *ret,
                int targets[_KNOB_MAX]) {
+        TIMING_SCOPE(TIMING_PLAN);
         DeviceList all = {};
         Plan full = {}, p = {};
         int r;
@@ -252,6 +258,7 @@ int tuner_plan(Tuner *t, const Config *c, char *const *names, DeviceList *device
 
 int tuner_plan_device(Tuner *t, const Config *c, Device *d, const Plan *current, DevicePlan **ret,
                       int targets[_KNOB_MAX]) {
+        TIMING_SCOPE(TIMING_PLAN);
         DevicePlan *p = NULL;
         int more[_KNOB_MAX], r;
 

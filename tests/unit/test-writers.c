@@ -310,12 +310,14 @@ TEST(for_drift_names_the_one_that_wrote_the_value_seen) {
         };
         WriterList l = {items, ELEMENTSOF(items)};
 
-        ASSERT_STREQ(writers_for_drift(&l, "scheduler", "mq-deadline", true)->source, "b:1");
+        ASSERT_STREQ(writers_for_drift(&l, "scheduler", "mq-deadline", "change")->source, "b:1");
         /* seen at a drift check: the later of the two that write it */
-        ASSERT_STREQ(writers_for_drift(&l, "scheduler", "mq-deadline", false)->source, "c:1");
-        ASSERT_STREQ(writers_for_drift(&l, "scheduler", "none", false)->source, "a:1");
-        ASSERT_TRUE(!writers_for_drift(&l, "scheduler", "kyber", false));
-        ASSERT_TRUE(!writers_for_drift(&l, "nr_requests", "64", false));
+        ASSERT_STREQ(writers_for_drift(&l, "scheduler", "mq-deadline", NULL)->source, "c:1");
+        /* At udev's "add": both run on it, the later acts last. */
+        ASSERT_STREQ(writers_for_drift(&l, "scheduler", "mq-deadline", "add")->source, "c:1");
+        ASSERT_STREQ(writers_for_drift(&l, "scheduler", "none", NULL)->source, "a:1");
+        ASSERT_TRUE(!writers_for_drift(&l, "scheduler", "kyber", NULL));
+        ASSERT_TRUE(!writers_for_drift(&l, "nr_requests", "64", NULL));
 }
 
 TEST(findings) {

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A hot-added disk, tuned at the kernel's own event.
+ *
+ * udev's event for a new disk arrives once udevd has run its rules, ~150 ms
+ * after the kernel's under emulation and tens of milliseconds on hardware;
+ * until then a fresh NVMe drive runs with the kernel's defaults. So the
+ * kernel's "add" (monitor group "kernel": the disk's queue directory is
+ * registered before it is sent, block/genhd.c device_add_disk) has the disk's
+ * queue rows written at once: scheduler, nr_requests, rq_affinity, read-ahead
+ * and the rest of the queue section, nothing else. Vectors, NVMe features and
+ * irqbalance follow at udev's event, when the disk is planned afresh with udev's
+ * properties and every row is reconciled: a queue row a udev rule rewrote in
+ * between is put back there and counted as drift (DRIFT_SEEN=udev-add, the
+ * rule named), never silently undone.
+ *
+ * Only what is certain is done early: a disk whose plan could depend on udev
+ * (rules that match udev properties; for non-NVMe disks, rules that match
+ * identity udev supplies), a name still planned for another disk (its udev
+ * "remove" has not been handled yet), a held disk, a multipath head: all wait
+ * for udev. A disk whose udev event never comes is tuned fully by the drift
+ * check once EARLY_WAIT_USEC old (drift.c). */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "log.h"
+#include "manager-internal.h"
+#include "timing.h"
+#include "util.h"
+
+#define KERNEL_MONITOR_RCVBUF (128 * 1024 * 1024)
+
+bool manager_early_allowed(const Manager *m, const Device *d) {
+        assert(m);
+        assert(d);
+
+        for (size_t i = 0; i < m->config->n_rules; i++) {
+                const Match *x = &m->config->rules[i].match;
+                if (x->n_udev > 0)
+                        return false;
+                /* NVMe identity is the controller's own (sysfs); others' comes from udev's
+                 * ID_* where the kernel has none. */
+                if (!d->nvme && (x->model || x->serial || x->firmware || x->wwn || x->transport))
+                        return false;
+        }
+        return true;
+}
+
+/* Write the queue rows of the disk at `syspath`. */
+static void tune_early(Manager *m, const char *syspath) {
+        DiscoveryFilter f = tuner_discovery_filter(m->config);
+        const char *name = strrchr(syspath, '/') + 1;
+        int targets[_KNOB_MAX];
+        DevicePlan *p = NULL, **n;
+        ReconcileOptions o;
+        unsigned changed = 0;
+        Device *d = NULL;
+        int r;
+
+        if (!device_name_wanted(name, &f) || device_name_is_nvme_path(name))
+                return;
+        if (manager_plan_index(m, name) >= 0)
+                return; /* planned: the same disk (start raced it), or another whose remove is on its way */
+        if (manager_disk_held(m, name))
+                return;
+        r = tuner_probe(&m->tuner, syspath, &d);
+        if (r < 0) {
+                if (r != -ENODEV)
+                        log_debug_errno(r, "%s: cannot probe it at the kernel's event: %m", name);
+                return;
+        }
+        if (!d->has_mq || d->multipath_head || !manager_early_allowed(m, d)) {
+                device_free(d);
+                return;
+        }
+        r = tuner_plan_device(&m->tuner, m->config, d, &m->plan, &p, targets);
+        if (r < 0) {
+                log_debug_errno(r, "%s: cannot plan it at the kernel's event: %m", name);
+                return;
+        }
+        if (p->excluded || p->error) {
+                device_plan_free(p); /* said at udev's event */
+                return;
+        }
+        o = tuner_options(&m->tuner, RECONCILE_APPLY, targets, false);
+        o.scopes = 1u << KNOB_SCOPE_QUEUE;
+        r = reconcile_device(p, &o);
+        timing_count_disk();
+        if (r < 0) {
+                /* Originals not recordable: nothing was written; udev's event says why. */
+                device_plan_free(p);
+                return;
+        }
+        p->early_usec = now_usec(CLOCK_MONOTONIC);
+        manager_stamp_changes(m, p);
+        for (size_t k = 0; k < p->n_settings; k++)
+                changed += p->settings[k].state == STATE_CHANGED;
+        log_debug("%s: %u queue setting%s written at the kernel's add event; the rest at udev's.", name, changed,
+                  changed == 1 ? "" : "s");
+        n = realloc(m->plan.devices, (m->plan.n + 1) * sizeof(DevicePlan *));
+        if (!n) {
+                log_oom();
+                device_plan_free(p);
+                return;
+        }
+        m->plan.devices = n;
+        m->plan.devices[m->plan.n++] = p;
+}
+
+int manager_early_overdue(Manager *m, size_t i, uint64_t now) {
+        DevicePlan *p = m->plan.devices[i];
+        _cleanup_free_ char *name = NULL;
+        char *one[2] = {};
+        DeviceList l = {};
+        const char *bad;
+        int r;
+
+        assert(m);
+        assert(i < m->plan.n);
+
+        if (!p->early_usec)
+                return 0;
+        if (now - p->early_usec < EARLY_WAIT_USEC)
+                return 1;
+        name = strdup(p->device->name);
+        if (!name)
+                return -ENOMEM;
+        log_warning("%s: udev's add event did not come within %llu s of the kernel's; tuning it fully now.", name,
+                    (unsigned long long) (EARLY_WAIT_USEC / USEC_PER_SEC));
+        one[0] = name;
+        r = tuner_lookup(&m->tuner, one, &l, &bad);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || l.n == 0) {
+                device_list_done(&l);
+                p->early_usec = 0; /* gone: its remove follows; until then, checked as it is */
+                return 1;
+        }
+        r = manager_tune_device(m, TAKE_PTR(l.items[0]));
+        device_list_done(&l);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                log_error_errno(r, "Cannot tune %s: %m", name);
+        m->status_dirty = true;
+        return 1;
+}
+
+static int on_kernel_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_strv_free_ char **added = NULL;
+        struct udev_device *u;
+
+        assert(m);
+
+        while ((u = udev_monitor_receive_device(m->kernel_monitor))) {
+                const char *action = udev_device_get_action(u), *devtype = udev_device_get_devtype(u),
+                           *sub = udev_device_get_subsystem(u), *syspath = udev_device_get_syspath(u);
+
+                if (action && streq(action, "add") && sub && streq(sub, "block") && devtype &&
+                    streq(devtype, "disk") && syspath && strchr(syspath, '/') && strv_extend(&added, syspath) < 0)
+                        log_oom();
+                udev_device_unref(u);
+        }
+        if (!added)
+                return 0;
+        timing_begin(0, "kernel add");
+        for (char **a = added; *a; a++)
+                tune_early(m, *a);
+        timing_end_log();
+        return 0;
+}
+
+int manager_watch_kernel(Manager *m) {
+        int r;
+
+        assert(m);
+
+        m->kernel_monitor = udev_monitor_new_from_netlink(m->tuner.udev, "kernel");
+        if (!m->kernel_monitor)
+                return -ENOMEM;
+        r = udev_monitor_filter_add_match_subsystem_devtype(m->kernel_monitor, "block", "disk");
+        if (r < 0)
+                return r;
+        if (udev_monitor_set_receive_buffer_size(m->kernel_monitor, KERNEL_MONITOR_RCVBUF) < 0) {
+                int size = KERNEL_MONITOR_RCVBUF;
+                if (setsockopt(udev_monitor_get_fd(m->kernel_monitor), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) <
+                    0)
+                        log_debug_errno(errno, "Cannot enlarge the kernel monitor's receive buffer: %m");
+        }
+        r = udev_monitor_enable_receiving(m->kernel_monitor);
+        if (r < 0)
+                return r;
+        r = sd_event_add_io(m->event, &m->kernel_source, udev_monitor_get_fd(m->kernel_monitor), EPOLLIN,
+                            on_kernel_event, m);
+        if (r < 0)
+                return r;
+        /* Before udev's batch when both are ready: the kernel's event is the older. */
+        (void) sd_event_source_set_priority(m->kernel_source, SD_EVENT_PRIORITY_IMPORTANT);
+        return sd_event_source_set_description(m->kernel_source, "kernel-monitor");
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-journal.h>
+#include <inttypes.h>
+#include <time.h>
+
+#include "log.h"
+#include "timing.h"
+#include "util.h"
+
+#define TIMING_DEPTH 8
+#define TIMING_OTHER _TIMING_MAX
+
+uint64_t timing_main_usec;
+
+static const char *const phase_names[_TIMING_MAX + 1] = {
+        [TIMING_CONFIG] = "config",         [TIMING_ENUMERATE] = "enumerate",
+        [TIMING_PROBE_UDEV] = "probe.udev", [TIMING_PROBE_NVME] = "probe.nvme",
+        [TIMING_PROBE_IRQS] = "probe.irqs", [TIMING_PROBE_TOPO] = "probe.topology",
+        [TIMING_PLAN] = "plan",             [TIMING_READ] = "reconcile.read",
+        [TIMING_WRITE] = "reconcile.write", [TIMING_RECORD] = "record",
+        [TIMING_IRQBALANCE] = "irqbalance", [TIMING_PUBLISH] = "status",
+        [TIMING_JOURNAL] = "journal",       [TIMING_NOTIFY] = "notify",
+        [TIMING_OTHER] = "other",
+};
+
+static struct {
+        bool active;
+        TimingSpan span;
+        unsigned current; /* the phase being timed, TIMING_OTHER outside any */
+        unsigned stack[TIMING_DEPTH];
+        unsigned depth;  /* may exceed TIMING_DEPTH: those levels are not timed apart */
+        uint64_t mark;
+} T;
+
+const char *timing_phase_name(TimingPhase p) {
+        return p >= 0 && p <= _TIMING_MAX ? phase_names[p] : NULL;
+}
+
+static uint64_t cpu_usec(void) {
+        struct timespec ts;
+
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+                return 0;
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+void timing_begin(uint64_t start_usec, const char *trigger) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        assert(trigger);
+
+        T.active = true;
+        T.span = (TimingSpan) {};
+        snprintf(T.span.trigger, sizeof(T.span.trigger), "%s", trigger);
+        T.span.start_usec = start_usec && start_usec <= now ? start_usec : now;
+        T.span.cpu_start_usec = cpu_usec();
+        T.current = TIMING_OTHER;
+        T.depth = 0;
+        /* Time before the span was opened (a start's time before main()'s set-up
+         * reached the manager) counts as "other". */
+        T.mark = T.span.start_usec;
+}
+
+bool timing_active(void) {
+        return T.active;
+}
+
+static void charge(uint64_t now) {
+        T.span.usec[T.current] += now - T.mark;
+        T.mark = now;
+}
+
+void timing_enter(TimingPhase p) {
+        uint64_t now;
+
+        assert(p >= 0 && p < _TIMING_MAX);
+        if (!T.active)
+                return;
+        if (T.depth < TIMING_DEPTH) {
+                now = now_usec(CLOCK_MONOTONIC);
+                charge(now);
+                T.stack[T.depth] = T.current;
+                T.current = p;
+        }
+        T.depth++;
+}
+
+void timing_leave(void) {
+        if (!T.active || T.depth == 0)
+                return;
+        T.depth--;
+        if (T.depth < TIMING_DEPTH) {
+                charge(now_usec(CLOCK_MONOTONIC));
+                T.current = T.stack[T.depth];
+        }
+}
+
+void timing_count_disk(void) {
+        if (T.active)
+                T.span.disks++;
+}
+
+void timing_end(TimingSpan *ret) {
+        uint64_t now;
+
+        if (!T.active) {
+                if (ret)
+                        *ret = (TimingSpan) {};
+                return;
+        }
+        now = now_usec(CLOCK_MONOTONIC);
+        T.current = T.depth > 0 ? T.stack[0] : T.current; /* a phase left open counts to the end */
+        charge(now);
+        T.span.wall_usec = now - T.span.start_usec;
+        T.span.cpu_usec = cpu_usec() - T.span.cpu_start_usec;
+        T.active = false;
+        if (ret)
+                *ret = T.span;
+}
+
+int timing_format(const TimingSpan *s, char **ret) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        assert(s);
+        assert(ret);
+
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "%s: %.1f ms wall, %.1f ms CPU, %u disk%s", s->trigger, s->wall_usec / 1000.0, s->cpu_usec / 1000.0,
+                s->disks, s->disks == 1 ? "" : "s");
+        const char *sep = "; ";
+        for (unsigned p = 0; p <= _TIMING_MAX; p++) {
+                if (s->usec[p] < 50)
+                        continue;
+                fprintf(f, "%s%s %.1f", sep, phase_names[p], s->usec[p] / 1000.0);
+                sep = ", ";
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
+
+void timing_end_log(void) {
+        _cleanup_free_ char *line = NULL;
+        TimingSpan s;
+
+        if (!T.active)
+                return;
+        timing_end(&s);
+        if (log_get_max_level() < LOG_DEBUG || timing_format(&s, &line) < 0)
+                return;
+        if (log_get_target() != LOG_TARGET_JOURNAL) {
+                log_debug("timing: %s", line);
+                return;
+        }
+        (void) sd_journal_send("MESSAGE=timing: %s", line, "PRIORITY=%i", LOG_DEBUG, "SYSLOG_IDENTIFIER=iotuned",
+                               "TIMING_TRIGGER=%s", s.trigger, "TIMING_WALL_USEC=%" PRIu64, s.wall_usec,
+                               "TIMING_CPU_USEC=%" PRIu64, s.cpu_usec, "TIMING_DISKS=%u", s.disks, NULL);
+}

@@ -254,8 +254,10 @@ measure_memory() { # TOOL
 	sample "$1" threads "$threads"
 }
 
+# Wake-ups: the times a thread of it went to sleep and was woken (voluntary
+# context switches; involuntary ones are preemption by others, not its own doing).
 ctx_switches() { # PID -> sum over its threads
-	cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches:/ {n += $2} END {print n + 0}'
+	cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches:/ {n += $2} END {print n + 0}'
 }
 
 measure_idle() { # TOOL

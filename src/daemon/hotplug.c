@@ -339,6 +339,16 @@ static int on_batch(sd_event_source *s, void *userdata) {
                 }
                 if (!device_name_wanted(name, &f))
                         continue;
+                ssize_t idx = streq(action, "add") ? manager_plan_index(m, name) : -1;
+                if (idx >= 0) {
+                        r = manager_verify_early(m, idx);
+                        if (r == -ENOMEM)
+                                log_oom();
+                        if (r != 0) {
+                                changed = true;
+                                continue;
+                        }
+                }
                 r = tuner_probe(&m->tuner, syspath, &d);
                 if (r == -ENODEV)
                         continue; /* gone again already, or not a disk to tune */
@@ -370,6 +380,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
+        manager_trim_memory(strv_length(batch));
         timing_end_log();
         return 0;
 }

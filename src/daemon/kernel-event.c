@@ -26,6 +26,8 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "events.h"
+#include "fileio.h"
 #include "log.h"
 #include "manager-internal.h"
 #include "timing.h"
@@ -66,7 +68,7 @@ static void tune_early(Manager *m, const char *syspath) {
                 return; /* planned: the same disk (start raced it), or another whose remove is on its way */
         if (manager_disk_held(m, name))
                 return;
-        r = tuner_probe(&m->tuner, syspath, &d);
+        r = tuner_probe_quick(&m->tuner, syspath, &d);
         if (r < 0) {
                 if (r != -ENODEV)
                         log_debug_errno(r, "%s: cannot probe it at the kernel's event: %m", name);
@@ -108,6 +110,81 @@ static void tune_early(Manager *m, const char *syspath) {
         }
         m->plan.devices = n;
         m->plan.devices[m->plan.n++] = p;
+}
+
+/* Only queue rows: the plan udev's event would make is this one, unless udev pins
+ * a profile. */
+static bool queue_rows_only(const DevicePlan *p) {
+        for (size_t k = 0; k < p->n_settings; k++)
+                if (p->settings[k].knob->scope != KNOB_SCOPE_QUEUE)
+                        return false;
+        return true;
+}
+
+int manager_verify_early(Manager *m, size_t i) {
+        DevicePlan *p = m->plan.devices[i];
+        _cleanup_free_ SettingState *early = NULL;
+        _cleanup_free_ char *seq = NULL;
+        int targets[_KNOB_MAX], r;
+        struct udev_device *u;
+        bool pinned;
+        uint64_t now;
+
+        assert(m);
+        assert(i < m->plan.n);
+
+        if (!p->early_usec || !queue_rows_only(p))
+                return 0;
+        /* Still the disk planned at the kernel's event, and no profile pinned by udev. */
+        if (read_attr_at(p->device->syspath, "diskseq", &seq) >= 0 && !streq_ptr(strstrip(seq), p->device->diskseq))
+                return 0;
+        u = udev_device_new_from_syspath(m->tuner.udev, p->device->syspath);
+        if (!u)
+                return 0;
+        pinned = udev_device_get_property_value(u, "IOTUNED_PROFILE");
+        udev_device_unref(u);
+        if (pinned)
+                return 0;
+
+        early = calloc(p->n_settings ?: 1, sizeof(SettingState));
+        _cleanup_free_ char **previous = calloc(p->n_settings ?: 1, sizeof(char *));
+        if (!early || !previous)
+                return -ENOMEM;
+        now = manager_now(m, CLOCK_MONOTONIC);
+        for (size_t k = 0; k < p->n_settings; k++) {
+                early[k] = p->settings[k].state;
+                p->settings[k].hold = backoff_held(&p->settings[k].rt, now);
+        }
+        for (size_t k = 0; k < p->n_settings; k++)
+                previous[k] = TAKE_PTR(p->settings[k].previous);
+        plan_module_targets(m->plan.devices, m->plan.n, targets);
+        r = tuner_reconcile_device(&m->tuner, p, RECONCILE_APPLY, targets, false);
+        timing_count_disk();
+        if (r == -ENOMEM) {
+                for (size_t k = 0; k < p->n_settings; k++)
+                        free(previous[k]);
+                return r;
+        }
+        p->early_usec = 0;
+        for (size_t k = 0; k < p->n_settings; k++) {
+                Setting *s = &p->settings[k];
+                if (s->state == STATE_CHANGED && !s->reset_by && early[k] == STATE_CHANGED) {
+                        /* A udev rule rewrote it between the kernel's event and udev's: put
+                         * back, and counted as drift, with who did it. */
+                        s->rt.last_change_usec = manager_now(m, CLOCK_REALTIME);
+                        manager_note_drift(m, p, s, now, DRIFT_SEEN_UDEV_ADD);
+                } else if (s->state == STATE_OK && early[k] == STATE_CHANGED) {
+                        /* As the kernel's event left it: reported as that change. */
+                        s->state = STATE_CHANGED;
+                        free(s->previous);
+                        s->previous = TAKE_PTR(previous[k]);
+                }
+                s->rt.last_reported = s->state;
+                s->hold = false;
+                free(previous[k]);
+        }
+        event_log_tuned(p);
+        return 1;
 }
 
 int manager_early_overdue(Manager *m, size_t i, uint64_t now) {
@@ -160,8 +237,8 @@ static int on_kernel_event(sd_event_source *s, int fd, uint32_t revents, void *u
                 const char *action = udev_device_get_action(u), *devtype = udev_device_get_devtype(u),
                            *sub = udev_device_get_subsystem(u), *syspath = udev_device_get_syspath(u);
 
-                if (action && streq(action, "add") && sub && streq(sub, "block") && devtype &&
-                    streq(devtype, "disk") && syspath && strchr(syspath, '/') && strv_extend(&added, syspath) < 0)
+                if (action && streq(action, "add") && sub && streq(sub, "block") && devtype && streq(devtype, "disk") &&
+                    syspath && strchr(syspath, '/') && strv_extend(&added, syspath) < 0)
                         log_oom();
                 udev_device_unref(u);
         }
@@ -170,6 +247,7 @@ static int on_kernel_event(sd_event_source *s, int fd, uint32_t revents, void *u
         timing_begin(0, "kernel add");
         for (char **a = added; *a; a++)
                 tune_early(m, *a);
+        manager_trim_memory(strv_length(added));
         timing_end_log();
         return 0;
 }
@@ -187,8 +265,7 @@ int manager_watch_kernel(Manager *m) {
                 return r;
         if (udev_monitor_set_receive_buffer_size(m->kernel_monitor, KERNEL_MONITOR_RCVBUF) < 0) {
                 int size = KERNEL_MONITOR_RCVBUF;
-                if (setsockopt(udev_monitor_get_fd(m->kernel_monitor), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) <
-                    0)
+                if (setsockopt(udev_monitor_get_fd(m->kernel_monitor), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) < 0)
                         log_debug_errno(errno, "Cannot enlarge the kernel monitor's receive buffer: %m");
         }
         r = udev_monitor_enable_receiving(m->kernel_monitor);

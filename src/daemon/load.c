@@ -9,6 +9,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "timing.h"
 #include "signals.h"
 #include "util.h"
 
@@ -51,6 +52,7 @@ static int irq_signals(Manager *m, const DevicePlan *p, const IrqCounts *prev, c
 }
 
 bool manager_sample_load(Manager *m, DevicePlan *p, const IrqCounts *prev, const IrqCounts *cur) {
+        TIMING_SCOPE(TIMING_LOAD);
         _cleanup_free_ char *sched = NULL;
         FindingList found = {};
         bool changed = false, linger = false;

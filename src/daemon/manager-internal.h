@@ -53,6 +53,13 @@ static inline uint64_t manager_now(Manager *m, clockid_t clock) {
  * SIGTERM (bans.c). */
 #define IRQBALANCE_STOP_BUDGET_USEC (8 * USEC_PER_SEC)
 
+/* After a trigger that handled many disks (a burst of hot-adds, a start or
+ * reload with hundreds), the heap's freed scratch (udev devices, probe strings,
+ * JSON) is handed back to the kernel: resident memory then follows the plans
+ * kept, not the burst. */
+#define TRIM_AFTER_DISKS 32
+void manager_trim_memory(size_t disks);
+
 /* publish.c */
 void manager_write_status(Manager *m);
 void manager_notify_status(Manager *m, const char *extra);
@@ -115,6 +122,12 @@ void manager_arm_path_poll(Manager *m);
 int manager_watch_kernel(Manager *m);
 /* Whether the configuration plans `d` the same before udev has run as after. */
 bool manager_early_allowed(const Manager *m, const Device *d);
+/* udev's "add" of a disk tuned at the kernel's event, whose plan has queue rows
+ * only: verified at once instead of planned afresh (a row a udev rule rewrote
+ * in between is put back and counted as drift). 1 when done, 0 when the disk
+ * needs a fresh plan (other rows, another disk now, a profile pinned by udev),
+ * -ENOMEM. */
+int manager_verify_early(Manager *m, size_t i);
 /* For a drift check: plan `i` was tuned early and waits for udev's event (1: leave
  * it), or waited EARLY_WAIT_USEC in vain and was tuned fully now (1), or is not
  * early (0); -ENOMEM. */

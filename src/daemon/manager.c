@@ -168,6 +168,7 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
         manager_arm_path_poll(m);
+        manager_trim_memory(m->plan.n);
         r = manager_arm_drift_timer(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot arm the drift timer: %m");

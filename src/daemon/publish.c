@@ -2,6 +2,7 @@
 /* What the daemon publishes: status.json (the plan JSON of report/ plus the
  * daemon's counters), the metrics textfile, and systemd's STATUS= line. */
 #include <assert.h>
+#include <malloc.h>
 #include <json-c/json.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
@@ -46,6 +47,11 @@ static void manager_write_metrics(Manager *m) {
                                 log_warning_errno(r, "Cannot write the metrics textfile %s: %m", path);
                 }
         }
+}
+
+void manager_trim_memory(size_t disks) {
+        if (disks >= TRIM_AFTER_DISKS)
+                (void) malloc_trim(0);
 }
 
 void manager_write_status(Manager *m) {

@@ -318,7 +318,7 @@ static unsigned read_uint_attr(const char *dir, const char *attr) {
         return u;
 }
 
-int device_probe(struct udev_device *u, Device **ret) {
+static int probe(struct udev_device *u, bool quick, Device **ret) {
         TIMING_SCOPE(TIMING_PROBE_UDEV);
         assert(u);
         assert(ret);
@@ -355,9 +355,9 @@ int device_probe(struct udev_device *u, Device **ret) {
         /* Identity: the controller's own strings for NVMe, the SCSI device's for
          * SCSI/SATA, udev's ID_* as the fallback. */
         ctrl = udev_device_get_parent_with_subsystem_devtype(u, "nvme", NULL);
-        scsi = udev_device_get_parent_with_subsystem_devtype(u, "scsi", "scsi_device");
+        scsi = ctrl ? NULL : udev_device_get_parent_with_subsystem_devtype(u, "scsi", "scsi_device");
         if (ctrl) {
-                int r = nvme_ctrl_probe(ctrl, &d->nvme);
+                int r = quick ? nvme_ctrl_probe_sysfs(ctrl, &d->nvme) : nvme_ctrl_probe(ctrl, &d->nvme);
                 if (r < 0)
                         return r;
                 d->model = strdup_or_null(d->nvme->model);
@@ -425,6 +425,14 @@ int device_probe(struct udev_device *u, Device **ret) {
 
         *ret = TAKE_PTR(d);
         return 0;
+}
+
+int device_probe(struct udev_device *u, Device **ret) {
+        return probe(u, false, ret);
+}
+
+int device_probe_quick(struct udev_device *u, Device **ret) {
+        return probe(u, true, ret);
 }
 
 static int cmp_device(const void *a, const void *b) {

@@ -57,6 +57,9 @@ const char *device_property(const Device *d, const char *key);
 
 /* Build the facts for one udev block device. -ENODEV if it is not a whole disk. */
 int device_probe(struct udev_device *u, Device **ret);
+/* The same, for a disk's queue rows only (the daemon at the kernel's "add"): its
+ * NVMe controller is described from sysfs, without Identify or its BAR. */
+int device_probe_quick(struct udev_device *u, Device **ret);
 
 typedef struct DeviceList {
         Device **items;

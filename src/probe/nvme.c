@@ -225,7 +225,7 @@ static unsigned pcie_max_queue_entries(struct udev_device *u) {
         return (lo & 0xffffu) + 1;
 }
 
-int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
+static int ctrl_probe(struct udev_device *u, bool talk, NvmeCtrl **ret) {
         TIMING_SCOPE(TIMING_PROBE_NVME);
         assert(u);
         assert(ret);
@@ -257,11 +257,20 @@ int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
         free(n);
         c->queue_count = sysattr_uint(u, "queue_count");
         c->sqsize = sysattr_uint(u, "sqsize");
-        if (c->transport && streq(c->transport, "pcie"))
+        if (talk && c->transport && streq(c->transport, "pcie"))
                 c->max_queue_entries = pcie_max_queue_entries(u);
         pm = path_join(c->syspath, "power/pm_qos_latency_tolerance_us");
         c->has_pm_qos = pm && access(pm, F_OK) == 0;
-        identify(c);
+        if (talk)
+                identify(c);
         *ret = TAKE_PTR(c);
         return 0;
+}
+
+int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret) {
+        return ctrl_probe(u, true, ret);
+}
+
+int nvme_ctrl_probe_sysfs(struct udev_device *u, NvmeCtrl **ret) {
+        return ctrl_probe(u, false, ret);
 }

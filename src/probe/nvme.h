@@ -40,6 +40,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(NvmeCtrl *, nvme_ctrl_free);
  * failures are recorded in identify_error, not returned: a controller we cannot
  * talk to is still one we can describe. */
 int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret);
+/* Sysfs only: no admin command, no BAR read (identified stays false). */
+int nvme_ctrl_probe_sysfs(struct udev_device *u, NvmeCtrl **ret);
 
 /* Generic Get/Set Features on the controller (libnvme nvme_get_features() and
  * nvme_set_features(), with the words of nvme-command.h). 0 on success;

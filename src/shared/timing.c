@@ -18,13 +18,21 @@
 uint64_t timing_main_usec;
 
 static const char *const phase_names[_TIMING_MAX + 1] = {
-        [TIMING_CONFIG] = "config",         [TIMING_ENUMERATE] = "enumerate",
-        [TIMING_PROBE_UDEV] = "probe.udev", [TIMING_PROBE_NVME] = "probe.nvme",
-        [TIMING_PROBE_IRQS] = "probe.irqs", [TIMING_PROBE_TOPO] = "probe.topology",
-        [TIMING_PLAN] = "plan",             [TIMING_READ] = "reconcile.read",
-        [TIMING_WRITE] = "reconcile.write", [TIMING_RECORD] = "record",
-        [TIMING_IRQBALANCE] = "irqbalance", [TIMING_PUBLISH] = "status",
-        [TIMING_JOURNAL] = "journal",       [TIMING_NOTIFY] = "notify",
+        [TIMING_CONFIG] = "config",
+        [TIMING_ENUMERATE] = "enumerate",
+        [TIMING_PROBE_UDEV] = "probe.udev",
+        [TIMING_PROBE_NVME] = "probe.nvme",
+        [TIMING_PROBE_IRQS] = "probe.irqs",
+        [TIMING_PROBE_TOPO] = "probe.topology",
+        [TIMING_LOAD] = "load",
+        [TIMING_PLAN] = "plan",
+        [TIMING_READ] = "reconcile.read",
+        [TIMING_WRITE] = "reconcile.write",
+        [TIMING_RECORD] = "record",
+        [TIMING_IRQBALANCE] = "irqbalance",
+        [TIMING_PUBLISH] = "status",
+        [TIMING_JOURNAL] = "journal",
+        [TIMING_NOTIFY] = "notify",
         [TIMING_OTHER] = "other",
 };
 
@@ -33,7 +41,7 @@ static struct {
         TimingSpan span;
         unsigned current; /* the phase being timed, TIMING_OTHER outside any */
         unsigned stack[TIMING_DEPTH];
-        unsigned depth;  /* may exceed TIMING_DEPTH: those levels are not timed apart */
+        unsigned depth; /* may exceed TIMING_DEPTH: those levels are not timed apart */
         uint64_t mark;
 } T;
 
@@ -55,7 +63,7 @@ void timing_begin(uint64_t start_usec, const char *trigger) {
         assert(trigger);
 
         T.active = true;
-        T.span = (TimingSpan) {};
+        T.span = (TimingSpan){};
         snprintf(T.span.trigger, sizeof(T.span.trigger), "%s", trigger);
         T.span.start_usec = start_usec && start_usec <= now ? start_usec : now;
         T.span.cpu_start_usec = cpu_usec();
@@ -110,7 +118,7 @@ void timing_end(TimingSpan *ret) {
 
         if (!T.active) {
                 if (ret)
-                        *ret = (TimingSpan) {};
+                        *ret = (TimingSpan){};
                 return;
         }
         now = now_usec(CLOCK_MONOTONIC);

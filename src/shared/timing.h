@@ -19,6 +19,7 @@ typedef enum TimingPhase {
         TIMING_PROBE_NVME, /* its controller: sysfs, and Identify through libnvme */
         TIMING_PROBE_IRQS, /* /proc/interrupts and MSI vector lists */
         TIMING_PROBE_TOPO, /* CPU and NUMA topology */
+        TIMING_LOAD,       /* a disk's I/O statistics and their findings (drift check) */
         TIMING_PLAN,       /* rules, profiles, vector placement */
         TIMING_READ,       /* reconcile: reading what is in place */
         TIMING_WRITE,      /* reconcile: writing */

@@ -140,7 +140,7 @@ int tuner_read_irq_counts(const Tuner *t, const unsigned *irqs, size_t n_irqs, I
         return r;
 }
 
-int tuner_probe(Tuner *t, const char *syspath, Device **ret) {
+static int probe(Tuner *t, const char *syspath, bool quick, Device **ret) {
         struct udev_device *u;
         int r;
 
@@ -151,9 +151,17 @@ int tuner_probe(Tuner *t, const char *syspath, Device **ret) {
         u = udev_device_new_from_syspath(t->udev, syspath);
         if (!u)
                 return -ENODEV;
-        r = device_probe(u, ret);
+        r = quick ? device_probe_quick(u, ret) : device_probe(u, ret);
         udev_device_unref(u);
         return r;
+}
+
+int tuner_probe(Tuner *t, const char *syspath, Device **ret) {
+        return probe(t, syspath, false, ret);
+}
+
+int tuner_probe_quick(Tuner *t, const char *syspath, Device **ret) {
+        return probe(t, syspath, true, ret);
 }
 
 DiscoveryFilter tuner_discovery_filter(const Config *c) {

@@ -53,16 +53,18 @@ knob_ok() { # DISK N SCHED
 	esac
 }
 disk_ok() { knob_ok "$1" 1 "${2:-$SCHED}" && knob_ok "$1" 2 && knob_ok "$1" 3 && knob_ok "$1" 4; }
+# The two TuneD's [disk] plugin sets on hotplug: scheduler and read-ahead.
+disk_ok2() { knob_ok "$1" 1 "${2:-$SCHED}" && knob_ok "$1" 2; }
 
 # Wait until every disk in DISKS (array name) is tuned; REPLY: the time (us), or 0 at the deadline.
-wait_all_tuned() { # ARRAY SCHED TIMEOUT_S
+wait_all_tuned() { # ARRAY SCHED TIMEOUT_S [CHECK=disk_ok]
 	local -n _d=$1
-	local deadline i left
+	local deadline i left check=${4:-disk_ok}
 	us
 	deadline=$((REPLY + $3 * 1000000))
 	while :; do
 		left=0
-		for i in "${_d[@]}"; do disk_ok "$i" "$2" || { left=1; break; }; done
+		for i in "${_d[@]}"; do $check "$i" "$2" || { left=1; break; }; done
 		us
 		((left == 0)) && return 0
 		((REPLY > deadline)) && { REPLY=0; return 1; }
@@ -209,7 +211,7 @@ hot_add_once() { # TOOL I
 	t0=$REPLY
 	while ((done == 0)); do
 		us
-		((REPLY - t0 > 30000000)) && break
+		((REPLY - t0 > 10000000)) && break
 		if ((tp == 0)); then
 			[[ -e /sys/block/$disk/queue/scheduler ]] && tp=$REPLY || { tick; continue; }
 		fi
@@ -299,13 +301,18 @@ measure_scale() { # TOOL
 	us
 	tl=$REPLY
 	sample "$1" scale_load_ms $(((tl - t0) / 1000))
-	if wait_all_tuned nulls "$NULL_SCHED" 120; then
+	if wait_all_tuned nulls "$NULL_SCHED" 60 disk_ok2; then
+		sample "$1" scale_sched_ra_after_last_ms $(((REPLY - tl) / 1000))
+	else
+		sample "$1" scale_sched_ra_after_last_ms never
+	fi
+	if wait_all_tuned nulls "$NULL_SCHED" 30; then
 		sample "$1" scale_after_last_ms $(((REPLY - tl) / 1000))
 	else
 		left=0
 		for i in "${nulls[@]}"; do disk_ok "$i" "$NULL_SCHED" || left=$((left + 1)); done
 		sample "$1" scale_after_last_ms never
-		sample "$1" scale_untuned_after_120s "$left"
+		sample "$1" scale_untuned_after_90s "$left"
 	fi
 	if [[ -n $pid && $pid != 0 ]]; then
 		cpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")

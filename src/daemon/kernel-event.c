@@ -127,7 +127,7 @@ int manager_verify_early(Manager *m, size_t i) {
         _cleanup_free_ char *seq = NULL;
         int targets[_KNOB_MAX], r;
         struct udev_device *u;
-        bool pinned;
+        bool replan;
         uint64_t now;
 
         assert(m);
@@ -136,14 +136,16 @@ int manager_verify_early(Manager *m, size_t i) {
         if (!p->early_usec || !queue_rows_only(p))
                 return 0;
         /* Still the disk planned at the kernel's event, and no profile pinned by udev. */
+        timing_enter(TIMING_PROBE_UDEV);
         if (read_attr_at(p->device->syspath, "diskseq", &seq) >= 0 && !streq_ptr(strstrip(seq), p->device->diskseq))
-                return 0;
-        u = udev_device_new_from_syspath(m->tuner.udev, p->device->syspath);
-        if (!u)
-                return 0;
-        pinned = udev_device_get_property_value(u, "IOTUNED_PROFILE");
-        udev_device_unref(u);
-        if (pinned)
+                replan = true; /* another disk now: planned afresh */
+        else {
+                u = udev_device_new_from_syspath(m->tuner.udev, p->device->syspath);
+                replan = !u || udev_device_get_property_value(u, "IOTUNED_PROFILE");
+                udev_device_unref(u);
+        }
+        timing_leave();
+        if (replan)
                 return 0;
 
         early = calloc(p->n_settings ?: 1, sizeof(SettingState));

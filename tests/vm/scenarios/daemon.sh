@@ -3,7 +3,8 @@
 # The unit verifies cleanly and is hardened; the service becomes READY with a
 # STATUS line; its journal entries are searchable by DEVICE=; a hand-made revert
 # is corrected within one interval; a loop that keeps fighting gets one conflict
-# report and a back-off; a hot-added NVMe controller is tuned; a bad reload is
+# report and a back-off; a hot-added NVMe controller is tuned, and a udev rule
+# that rewrites its queue after iotuned set it at the kernel's event is drift; a bad reload is
 # refused while the service keeps running; a good reload re-plans; stop puts the
 # boot values back, also after a SIGKILL and an automatic restart.
 
@@ -177,6 +178,38 @@ check_hotplug_is_tuned() {
 	wait_for "ijournal DEVICE=$disk | grep -q '$disk removed'" 10 'ijournal -n 20'
 	wait_for "! status_devices | grep -qx $disk" 10
 	assert_not_exists "/run/iotuned/originals/$disk.json"
+}
+
+# A hot-added disk's queue is written at the kernel's add event, before udev's
+# rules run; a legacy rule that rewrites a knob on "add" (slowed down here, so
+# that it surely acts after iotuned) is caught when udev's event arrives: put
+# back at once and counted as drift with DRIFT_SEEN=udev-add, the rule named.
+# Without the kernel-event path there would be no drift here: udev's event
+# would simply be the disk's first tuning.
+check_hotplug_udev_rule_rewrite_is_drift() {
+	local disk rule=/etc/udev/rules.d/60-iotvm-legacy.rules since
+	# The previous check's device_del: QEMU frees the id once the guest released the slot.
+	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep -q '\"hot1\"'" 30
+	printf 'ACTION=="add", SUBSYSTEM=="block", KERNEL=="nvme*n*", PROGRAM=="/bin/sleep 1", ATTR{queue/read_ahead_kb}="1024"\n' >"$rule"
+	assert_ok udevadm control --reload
+	since=$(date +%s)
+	qmp '{"execute": "device_add", "arguments": {"driver": "nvme", "id": "hot1", "serial": "hot1", "drive": "hot1", "bus": "rp1"}}' >/dev/null ||
+		fail "QMP device_add failed"
+	wait_for '[[ -n $(disk_by_serial hot1) ]]' 30 'ls /sys/block'
+	disk=$(disk_by_serial hot1)
+	wait_for "ijournal --since=@$since DEVICE=$disk KNOB=read_ahead_kb DRIFT_SEEN=udev-add -o cat | grep -q ." 30 \
+		"ijournal --since=@$since -n 30; cat /sys/block/$disk/queue/read_ahead_kb"
+	note "$(ijournal --since=@$since DEVICE=$disk DRIFT_SEEN=udev-add -o cat | head -n 1)"
+	assert_match "60-iotvm-legacy.rules:1" "$(ijournal --since=@$since DEVICE=$disk DRIFT_SEEN=udev-add -o json | grep -o '"WRITER":"[^"]*"' | head -n 1)" "WRITER"
+	# The final state is the profile's, and the disk's "tuned" entry reports what changed.
+	assert_file_eq "/sys/block/$disk/queue/read_ahead_kb" 0
+	assert_eq 2 "$(cat "/sys/block/$disk/queue/rq_affinity")" "rq_affinity"
+	wait_for "ijournal --since=@$since DEVICE=$disk | grep -q '$disk: rq_affinity 1 -> 2 (profile latency)'" 10 "ijournal --since=@$since -n 30"
+	rm -f "$rule"
+	assert_ok udevadm control --reload
+	qmp '{"execute": "device_del", "arguments": {"id": "hot1"}}' >/dev/null || fail "QMP device_del failed"
+	wait_for "[[ ! -e /sys/block/$disk ]]" 30
+	wait_for "! status_devices | grep -qx $disk" 10
 }
 
 check_bad_reload_keeps_old_config() {

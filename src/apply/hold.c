@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -89,6 +90,22 @@ int hold_parse(const char *text, Hold *ret) {
                 return -EBADMSG;
         *ret = h;
         return 0;
+}
+
+bool hold_any(const char *dir) {
+        struct dirent *de;
+        DIR *d;
+
+        assert(dir);
+
+        d = opendir(dir);
+        if (!d)
+                return errno != ENOENT;
+        while ((de = readdir(d)))
+                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                        break;
+        closedir(d);
+        return de != NULL;
 }
 
 int hold_check(const char *dir, const char *disk, uint64_t now_usec, Hold *ret) {

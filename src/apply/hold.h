@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -34,3 +35,8 @@ int hold_parse(const char *text, Hold *ret);
  * holder is gone; -errno for a file that cannot be trusted (not a regular file,
  * too large, unparsable, a deadline beyond HOLD_MAX_USEC): not honoured. */
 int hold_check(const char *dir, const char *disk, uint64_t now_usec, Hold *ret);
+
+/* Whether `dir` holds any entry at all (false when it does not exist): one
+ * directory read, so that a drift check over many disks asks hold_check() only
+ * when some disk may be held. True when it cannot tell. */
+bool hold_any(const char *dir);

@@ -216,8 +216,12 @@ static int manager_sync_irqbalance_full(Manager *m, bool stopping, unsigned time
                 irqbalance_done(&b);
                 return 0;
         }
+        /* With nothing of ours to ban, banned or claimed, the periodic recheck has
+         * nothing to verify: an idle daemon that pins no vector does not wake
+         * irqbalance (or itself) every IRQBALANCE_RECHECK_USEC. */
+        bool nothing_ours = n_want == 0 && m->n_our_bans == 0 && m->n_claimed_bans == 0;
         if (!stopping && b.pid == m->irqbalance.pid && m->irqbalance_synced_usec &&
-            now_usec(CLOCK_MONOTONIC) - m->irqbalance_synced_usec < IRQBALANCE_RECHECK_USEC &&
+            (nothing_ours || now_usec(CLOCK_MONOTONIC) - m->irqbalance_synced_usec < IRQBALANCE_RECHECK_USEC) &&
             m->n_leftover_bans == 0 && irqset_equal(want, n_want, m->our_bans, m->n_our_bans)) {
                 /* Bans withdrawn but not seen withdrawn yet (claimed_bans) wait for the
                  * next exchange; at the latest the recheck, or the stop, sees them. */

@@ -8,6 +8,7 @@
 
 #include "events.h"
 #include "fileio.h"
+#include "hold.h"
 #include "log.h"
 #include "manager-internal.h"
 #include "timing.h"
@@ -40,6 +41,8 @@ int manager_check_drift(Manager *m) {
         r = manager_release_holds(m);
         if (r == -ENOMEM)
                 return r;
+        /* A disk can be held only while a hold file exists (or was seen). */
+        bool holds = m->held || hold_any(m->tuner.hold_dir);
         /* One read of /proc/interrupts for every disk's vectors (load.c). */
         _cleanup_(irq_counts_done) IrqCounts irqs = {};
         bool have_irqs = tuner_read_irq_counts(&m->tuner, NULL, 0, &irqs) >= 0;
@@ -69,7 +72,7 @@ int manager_check_drift(Manager *m) {
                 }
                 if (device_vanished(p->device))
                         continue; /* its remove event is on the way */
-                if (path_not_live(p) || manager_disk_held(m, p->device->name)) {
+                if (path_not_live(p) || (holds && manager_disk_held(m, p->device->name))) {
                         /* Not looked at: the next load sample starts afresh (a hold's
                          * load is tune's own measuring). */
                         p->has_stat = false;

@@ -194,8 +194,12 @@ TEST(a_hold_is_honoured_until_its_deadline_or_its_holder_ends) {
         const uint64_t now = 1800000000ULL * 1000000ULL;
         Hold h = {};
 
+        _cleanup_free_ char *none = path_join(dir, "absent");
+        ASSERT_TRUE(!hold_any(none)); /* no directory */
+        ASSERT_TRUE(!hold_any(dir));  /* empty */
         ASSERT_INT_EQ(hold_check(dir, "nvme0n1", now, &h), 0); /* no file */
         ASSERT_INT_EQ(hold_acquire(dir, "nvme0n1", getpid(), now + 60000000ULL), 0);
+        ASSERT_TRUE(hold_any(dir));
         ASSERT_INT_EQ(hold_check(dir, "nvme0n1", now, &h), 1);
         ASSERT_INT_EQ(h.pid, getpid());
         ASSERT_INT_EQ(hold_check(dir, "nvme0n1", now + 60000000ULL, &h), 0); /* expired */
@@ -204,6 +208,7 @@ TEST(a_hold_is_honoured_until_its_deadline_or_its_holder_ends) {
         ASSERT_INT_EQ(hold_check(dir, "nvme0n1", now + 60000000ULL, &h), 1);
         ASSERT_INT_EQ(hold_release(dir, "nvme0n1"), 0);
         ASSERT_INT_EQ(hold_check(dir, "nvme0n1", now, &h), 0);
+        ASSERT_TRUE(!hold_any(dir));
         ASSERT_INT_EQ(hold_release(dir, "nvme0n1"), 0); /* twice: fine */
 
         /* a holder that is gone holds nothing */

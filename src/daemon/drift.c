@@ -4,7 +4,6 @@
  * backoff.c, and a first tuning that waited to be reported is reported. */
 #include <assert.h>
 #include <sys/random.h>
-#include <systemd/sd-daemon.h>
 
 #include "events.h"
 #include "fileio.h"
@@ -96,6 +95,7 @@ int manager_check_drift(Manager *m) {
                 if (r == -ENOMEM)
                         return r;
                 timing_count_disk();
+                manager_keepalive(m);
                 for (size_t k = 0; k < p->n_settings; k++) {
                         Setting *s = &p->settings[k];
                         if (s->state == STATE_CHANGED) {
@@ -142,11 +142,8 @@ static int on_drift_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         timing_begin(0, "drift check");
         r = manager_check_drift(m);
-        if (m->watchdog_in_check) {
-                timing_enter(TIMING_NOTIFY);
-                (void) sd_notify(false, "WATCHDOG=1");
-                timing_leave();
-        }
+        if (m->watchdog_in_check)
+                manager_keepalive(m);
         timing_end_log();
 
         if (r < 0)
@@ -154,22 +151,6 @@ static int on_drift_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return manager_arm_drift_timer(m);
 }
 
-void manager_setup_watchdog(Manager *m) {
-        uint64_t period = 0, latest;
-        int r;
-
-        assert(m);
-
-        r = sd_watchdog_enabled(false, &period);
-        /* The latest a check comes: the interval and its jitter (manager_arm_drift_timer). */
-        latest = m->config->reassert_usec + m->config->reassert_usec / 10 + m->config->reassert_usec / 20;
-        m->watchdog_in_check = r > 0 && latest <= period / 2;
-        r = sd_event_set_watchdog(m->event, r > 0 && !m->watchdog_in_check);
-        if (r < 0)
-                log_warning_errno(r, "Cannot enable the watchdog: %m");
-        if (m->watchdog_in_check)
-                (void) sd_notify(false, "WATCHDOG=1");
-}
 
 int manager_arm_drift_timer(Manager *m) {
         uint64_t interval = m->config->reassert_usec, jitter = 0;

@@ -368,6 +368,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
                         r = manager_tune_device(m, d);
                         m->udev_action = NULL;
                 }
+                manager_keepalive(m);
                 if (r < 0 && access(syspath, F_OK) < 0 && errno == ENOENT)
                         log_debug_errno(r, "Cannot tune %s, which was removed meanwhile: %m", name);
                 else if (r < 0)

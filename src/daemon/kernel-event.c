@@ -247,8 +247,10 @@ static int on_kernel_event(sd_event_source *s, int fd, uint32_t revents, void *u
         if (!added)
                 return 0;
         timing_begin(0, "kernel add");
-        for (char **a = added; *a; a++)
+        for (char **a = added; *a; a++) {
                 tune_early(m, *a);
+                manager_keepalive(m);
+        }
         manager_trim_memory(strv_length(added));
         timing_end_log();
         return 0;

@@ -107,9 +107,13 @@ bool manager_sample_load(Manager *m, DevicePlan *p, const IrqCounts *prev, const
 
 /* drift.c */
 int manager_arm_drift_timer(Manager *m);
-/* WatchdogSec=: pinged by every drift check when they come at least twice per
- * watchdog period (one wake-up for both), else by sd-event's own timer. */
+/* publish.c: WatchdogSec=: pinged by the drift checks when they come at least
+ * twice per watchdog period (one wake-up for both), else by sd-event's own
+ * timer; and during long work (a start, a burst of hundreds of disks) from
+ * within, at most every quarter period, so that a busy loop is not taken for a
+ * hung one. */
 void manager_setup_watchdog(Manager *m);
+void manager_keepalive(Manager *m);
 
 /* hotplug.c */
 int manager_watch_udev(Manager *m);

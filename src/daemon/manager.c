@@ -157,6 +157,8 @@ int manager_start(Manager *m) {
 
         /* Watch before enumerating, so a disk that appears in between is not missed
          * (at worst it is tuned twice, which changes nothing the second time). */
+        /* Before the first tuning, which may take long with many disks. */
+        manager_setup_watchdog(m);
         r = manager_watch_udev(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch udev events: %m");
@@ -172,7 +174,6 @@ int manager_start(Manager *m) {
         r = manager_arm_drift_timer(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot arm the drift timer: %m");
-        manager_setup_watchdog(m);
         manager_sync_irqbalance(m, false);
 
         manager_write_status(m);

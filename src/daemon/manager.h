@@ -84,7 +84,9 @@ typedef struct Manager {
         IrqCounts irq_counts;            /* the tuned disks' vectors at the last drift check (load.c) */
         bool has_irq_counts;
 
-        bool watchdog_in_check;          /* the drift check pings the watchdog (drift.c) */
+        bool watchdog_in_check;          /* the drift check pings the watchdog (publish.c) */
+        uint64_t watchdog_usec;          /* WatchdogSec=, 0: none */
+        uint64_t watchdog_pinged_usec;   /* CLOCK_MONOTONIC of the last WATCHDOG=1 */
 
         unsigned drifts_corrected;
         unsigned conflicts;

@@ -49,6 +49,39 @@ static void manager_write_metrics(Manager *m) {
         }
 }
 
+void manager_setup_watchdog(Manager *m) {
+        uint64_t period = 0, latest;
+        int r;
+
+        assert(m);
+
+        r = sd_watchdog_enabled(false, &period);
+        /* The latest a check comes: the interval and its jitter (manager_arm_drift_timer). */
+        latest = m->config->reassert_usec + m->config->reassert_usec / 10 + m->config->reassert_usec / 20;
+        m->watchdog_usec = r > 0 ? period : 0;
+        m->watchdog_in_check = r > 0 && latest <= period / 2;
+        r = sd_event_set_watchdog(m->event, r > 0 && !m->watchdog_in_check);
+        if (r < 0)
+                log_warning_errno(r, "Cannot enable the watchdog: %m");
+        manager_keepalive(m);
+}
+
+void manager_keepalive(Manager *m) {
+        uint64_t now;
+
+        assert(m);
+
+        if (!m->watchdog_usec)
+                return;
+        now = now_usec(CLOCK_MONOTONIC);
+        if (m->watchdog_pinged_usec && now - m->watchdog_pinged_usec < m->watchdog_usec / 4)
+                return;
+        timing_enter(TIMING_NOTIFY);
+        (void) sd_notify(false, "WATCHDOG=1");
+        timing_leave();
+        m->watchdog_pinged_usec = now;
+}
+
 void manager_trim_memory(size_t disks) {
         if (disks >= TRIM_AFTER_DISKS)
                 (void) malloc_trim(0);

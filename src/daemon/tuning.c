@@ -484,6 +484,7 @@ int manager_tune_all(Manager *m) {
                         return log_oom();
                 }
                 r = manager_tune_device(m, d);
+                manager_keepalive(m);
                 if (r < 0) {
                         device_list_done(&l);
                         return log_error_errno(r, "Cannot tune devices: %m");

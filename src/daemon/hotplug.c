@@ -296,18 +296,81 @@ static bool on_nvme_event(Manager *m, const char *action, const char *syspath, c
         return changed;
 }
 
+/* udev's events were lost (its socket overflowed): every disk is listed again;
+ * new or replaced ones are tuned, vanished ones forgotten. True when a plan
+ * changed. */
+static bool rescan(Manager *m) {
+        DeviceList l = {};
+        bool changed = false;
+        int r;
+
+        r = tuner_enumerate(&m->tuner, m->config, &l);
+        if (r < 0) {
+                log_error_errno(r, "Cannot list the disks again: %m");
+                return false;
+        }
+        for (size_t i = 0; i < m->plan.n;) {
+                Device *d = m->plan.devices[i]->device;
+                if (!d->multipath_head_name && device_vanished(d)) {
+                        _cleanup_free_ char *name = strdup(d->name);
+                        if (!name)
+                                break;
+                        manager_forget_device(m, name);
+                        changed = true;
+                        continue;
+                }
+                i++;
+        }
+        for (size_t i = 0; i < l.n; i++) {
+                Device *d = TAKE_PTR(l.items[i]);
+                ssize_t idx = manager_plan_index(m, d->name);
+                if (idx >= 0 && manager_same_disk(m->plan.devices[idx]->device, d)) {
+                        device_free(d);
+                        continue;
+                }
+                _cleanup_free_ char *name = strdup(d->name);
+                r = manager_tune_device(m, d);
+                if (r < 0)
+                        log_error_errno(r, "Cannot tune %s: %m", name ?: "?");
+                changed = true;
+                manager_keepalive(m);
+        }
+        device_list_done(&l);
+        return changed;
+}
+
+/* Events handled per dispatch: between two chunks the loop drains the monitors'
+ * sockets (a burst of hundreds of disks must not overflow them), and irqbalance,
+ * status.json and STATUS= are brought up to date once the queue is empty. */
+#define UDEV_CHUNK 64
+
 static int on_batch(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
-        _cleanup_strv_free_ char **batch = TAKE_PTR(m->pending);
+        size_t n = strv_length(m->pending), k = MIN(n, (size_t) UDEV_CHUNK);
+        _cleanup_strv_free_ char **batch = calloc(k + 1, sizeof(char *));
         DiscoveryFilter f = tuner_discovery_filter(m->config);
-        bool changed = false;
+        bool changed = m->batch_changed;
 
         assert(m);
 
-        (void) sd_event_source_set_enabled(m->batch_source, SD_EVENT_OFF);
+        if (!batch)
+                return log_oom();
+        memcpy(batch, m->pending, k * sizeof(char *));
+        if (n > k)
+                memmove(m->pending, m->pending + k, (n - k + 1) * sizeof(char *)); /* with the NULL */
+        else {
+                free(m->pending); /* its entries are the chunk's now */
+                m->pending = NULL;
+        }
+        m->batch_handled += k;
+        (void) sd_event_source_set_enabled(m->batch_source, m->pending ? SD_EVENT_ONESHOT : SD_EVENT_OFF);
         timing_begin(0, "udev batch");
         tuner_refresh_irqs(&m->tuner);
         m->in_batch = true;
+        if (m->rescan_pending) {
+                m->rescan_pending = false;
+                changed = rescan(m);
+        }
         for (char **e = batch; e && *e; e++) {
                 char *syspath = strchr(*e, ' ') + 1;
                 const char *action = *e, *name;
@@ -315,9 +378,12 @@ static int on_batch(sd_event_source *s, void *userdata) {
                 int r;
 
                 syspath[-1] = 0;
-                /* A later event for the same device in this batch supersedes this one. */
+                /* A later event for the same device (this chunk, or one still queued)
+                 * supersedes this one. */
                 bool superseded = false;
                 for (char **l = e + 1; *l && !superseded; l++)
+                        superseded = streq(strchr(*l, ' ') + 1, syspath);
+                for (char **l = m->pending; l && *l && !superseded; l++)
                         superseded = streq(strchr(*l, ' ') + 1, syspath);
                 if (superseded)
                         continue;
@@ -376,12 +442,19 @@ static int on_batch(sd_event_source *s, void *userdata) {
                 changed = true;
         }
         m->in_batch = false;
+        if (m->pending) {
+                m->batch_changed = changed;
+                timing_end_log();
+                return 0;
+        }
         manager_sync_irqbalance(m, false);
         if (changed) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
-        manager_trim_memory(strv_length(batch));
+        manager_trim_memory(m->batch_handled);
+        m->batch_changed = false;
+        m->batch_handled = 0;
         timing_end_log();
         return 0;
 }
@@ -407,7 +480,13 @@ static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userda
                         log_oom();
                 udev_device_unref(u);
         }
-        if (m->pending)
+        if (errno == ENOBUFS) {
+                /* The kernel dropped messages: the receive buffer overflowed in a burst. */
+                log_warning("udev events were lost (the monitor's receive buffer overflowed); listing every disk "
+                            "again.");
+                m->rescan_pending = true;
+        }
+        if (m->pending || m->rescan_pending)
                 (void) sd_event_source_set_enabled(m->batch_source, SD_EVENT_ONESHOT);
         return 0;
 }
@@ -448,6 +527,8 @@ int manager_watch_udev(Manager *m) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(m->monitor_source, "udev-monitor");
+        /* Drained before any handling (see kernel-event.c): a socket left full drops events. */
+        (void) sd_event_source_set_priority(m->monitor_source, SD_EVENT_PRIORITY_IMPORTANT);
         /* Paths tuned at start: their states are polled from the first check on. */
         r = sd_event_add_time(m->event, &m->path_watch_source, CLOCK_MONOTONIC,
                               now_usec(CLOCK_MONOTONIC) + PATH_STATE_POLL_USEC, 0, on_path_watch, m);

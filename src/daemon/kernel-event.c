@@ -228,9 +228,36 @@ int manager_early_overdue(Manager *m, size_t i, uint64_t now) {
         return 1;
 }
 
+/* The queued adds, KERNEL_CHUNK at a time: between two chunks the loop drains
+ * both monitors' sockets, so that a burst of hundreds of disks does not
+ * overflow udev's while the kernel's are handled. */
+#define KERNEL_CHUNK 16
+
+static int on_kernel_batch(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+        size_t n = strv_length(m->kernel_pending), k = MIN(n, (size_t) KERNEL_CHUNK);
+
+        assert(m);
+
+        timing_begin(0, "kernel add");
+        for (size_t i = 0; i < k; i++) {
+                tune_early(m, m->kernel_pending[i]);
+                free(m->kernel_pending[i]);
+                manager_keepalive(m);
+        }
+        memmove(m->kernel_pending, m->kernel_pending + k, (n - k + 1) * sizeof(char *)); /* with the NULL */
+        m->kernel_handled += k;
+        if (n == k) {
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                manager_trim_memory(m->kernel_handled);
+                m->kernel_handled = 0;
+        }
+        timing_end_log();
+        return 0;
+}
+
 static int on_kernel_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
-        _cleanup_strv_free_ char **added = NULL;
         struct udev_device *u;
 
         assert(m);
@@ -240,19 +267,13 @@ static int on_kernel_event(sd_event_source *s, int fd, uint32_t revents, void *u
                            *sub = udev_device_get_subsystem(u), *syspath = udev_device_get_syspath(u);
 
                 if (action && streq(action, "add") && sub && streq(sub, "block") && devtype && streq(devtype, "disk") &&
-                    syspath && strchr(syspath, '/') && strv_extend(&added, syspath) < 0)
+                    syspath && strchr(syspath, '/') && strv_extend(&m->kernel_pending, syspath) < 0)
                         log_oom();
                 udev_device_unref(u);
         }
-        if (!added)
-                return 0;
-        timing_begin(0, "kernel add");
-        for (char **a = added; *a; a++) {
-                tune_early(m, *a);
-                manager_keepalive(m);
-        }
-        manager_trim_memory(strv_length(added));
-        timing_end_log();
+        /* A lost kernel event needs nothing: udev's follows for every disk. */
+        if (m->kernel_pending)
+                (void) sd_event_source_set_enabled(m->kernel_batch_source, SD_EVENT_ONESHOT);
         return 0;
 }
 
@@ -279,7 +300,15 @@ int manager_watch_kernel(Manager *m) {
                             on_kernel_event, m);
         if (r < 0)
                 return r;
-        /* Before udev's batch when both are ready: the kernel's event is the older. */
+        /* Draining a socket is cheap and comes first (manager_watch_udev gives udev's
+         * the same priority); then the kernel's adds, before udev's batch: the
+         * kernel's event is the older. */
         (void) sd_event_source_set_priority(m->kernel_source, SD_EVENT_PRIORITY_IMPORTANT);
-        return sd_event_source_set_description(m->kernel_source, "kernel-monitor");
+        (void) sd_event_source_set_description(m->kernel_source, "kernel-monitor");
+        r = sd_event_add_defer(m->event, &m->kernel_batch_source, on_kernel_batch, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_priority(m->kernel_batch_source, SD_EVENT_PRIORITY_IMPORTANT / 2);
+        (void) sd_event_source_set_description(m->kernel_batch_source, "kernel-batch");
+        return sd_event_source_set_enabled(m->kernel_batch_source, SD_EVENT_OFF);
 }

@@ -23,6 +23,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sighup_source);
         sd_event_source_disable_unref(m->monitor_source);
         sd_event_source_disable_unref(m->kernel_source);
+        sd_event_source_disable_unref(m->kernel_batch_source);
         sd_event_source_disable_unref(m->batch_source);
         sd_event_source_disable_unref(m->drift_source);
         sd_event_source_disable_unref(m->path_watch_source);
@@ -30,6 +31,7 @@ Manager *manager_free(Manager *m) {
         udev_monitor_unref(m->monitor);
         udev_monitor_unref(m->kernel_monitor);
         strv_free(m->pending);
+        strv_free(m->kernel_pending);
         strv_free(m->path_watch);
         free(m->path_watch_since);
         config_free(m->config);

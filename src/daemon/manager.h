@@ -25,6 +25,10 @@ typedef struct Manager {
         sd_event_source *sigterm_source, *sigint_source, *sighup_source;
         sd_event_source *monitor_source;
         sd_event_source *kernel_source;  /* the kernel's own uevents (kernel-event.c) */
+        sd_event_source *kernel_batch_source; /* defer: handles kernel_pending */
+        char **kernel_pending;           /* syspaths of disks the kernel added, oldest first */
+        size_t kernel_handled;           /* of the current burst */
+        bool rescan_pending;             /* udev events were lost: list every disk again (hotplug.c) */
         sd_event_source *batch_source;   /* defer: handles the queued udev events */
         sd_event_source *drift_source;
 
@@ -32,6 +36,8 @@ typedef struct Manager {
         struct udev_monitor *monitor;
         struct udev_monitor *kernel_monitor;
         char **pending;                  /* queued "ACTION SYSPATH" from udev, oldest first */
+        size_t batch_handled;            /* events of the current burst handled so far (hotplug.c) */
+        bool batch_changed;              /* a plan changed in the burst: status to write at its end */
         /* NVMe controllers and subsystems whose hidden path disks are looked for again
          * for a while after their uevent (the namespace scan that creates them runs
          * after the "connected" event): syspaths, and when each was last announced

@@ -490,7 +490,7 @@ static int record_once(DevicePlan *p, const ReconcileOptions *o, bool *recorded,
 
         if (*recorded || !o->originals_dir)
                 return 0;
-        r = originals_lock(o->originals_dir, lock);
+        r = o->originals_locked ? 0 : originals_lock(o->originals_dir, lock);
         if (r >= 0)
                 r = originals_record_locked(o->originals_dir, p);
         if (r < 0)

@@ -17,6 +17,9 @@ typedef struct ReconcileOptions {
         /* Record originals here before the first write to a disk; NULL: do not
          * (restore itself must not overwrite the record it restores from). */
         const char *originals_dir;
+        /* The caller holds the originals lock already (originals_lock()), across
+         * several disks: not taken again per disk. */
+        bool originals_locked;
         /* The modprobe.d drop-in for the module-wide NVMe queue counts
          * (NVME_MODPROBE_DROPIN); NULL: those rows are only read, never written. */
         const char *modprobe_dropin;

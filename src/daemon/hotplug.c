@@ -17,6 +17,7 @@
  * from a work queue after "connected", so the controller or subsystem is
  * watched (listed again) for a while after its event. */
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -142,6 +143,35 @@ static bool rescan_paths(Manager *m, const char *syspath, bool all) {
 
 static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata);
 
+/* A controller whose namespaces are plain disks (nvmeXnY right below it) is not
+ * part of a multipath subsystem: its disks announce themselves, nothing to watch
+ * for. */
+static bool ctrl_has_plain_disk(const char *syspath) {
+        struct dirent *de;
+        bool found = false;
+        DIR *d;
+
+        assert(syspath);
+
+        if (!is_ctrl_name(strrchr(syspath, '/') ? strrchr(syspath, '/') + 1 : syspath))
+                return false;
+        d = opendir(syspath);
+        if (!d)
+                return false;
+        while (!found && (de = readdir(d))) {
+                size_t a, b;
+                if (!str_startswith(de->d_name, "nvme"))
+                        continue;
+                a = strspn(de->d_name + 4, "0123456789");
+                if (a == 0 || de->d_name[4 + a] != 'n')
+                        continue;
+                b = strspn(de->d_name + 5 + a, "0123456789");
+                found = b > 0 && de->d_name[5 + a + b] == 0;
+        }
+        closedir(d);
+        return found;
+}
+
 /* Read the controller state of every planned path again; a path whose controller
  * is no longer live is lost for now (reported at info: the fabric reconnects it,
  * and its "connected" event has it tuned again). True when a state changed. */
@@ -227,7 +257,7 @@ static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
         m->in_batch = true; /* as for udev's events: a path removed meanwhile is not a failure */
         for (size_t i = 0; m->path_watch && m->path_watch[i]; i++) {
                 uint64_t age = now - m->path_watch_since[i];
-                if (age >= PATH_WATCH_FOR_USEC) {
+                if (age >= PATH_WATCH_FOR_USEC || ctrl_has_plain_disk(m->path_watch[i])) {
                         free(m->path_watch[i]);
                         continue;
                 }
@@ -397,7 +427,8 @@ static int on_batch(sd_event_source *s, void *userdata) {
                         ssize_t idx = manager_plan_index(m, name);
                         /* A disk tuned at the kernel's event whose queue is there now is a
                          * new one under the old name: this "remove" is the old disk's. */
-                        if (idx >= 0 && m->plan.devices[idx]->early_usec && !device_vanished(m->plan.devices[idx]->device))
+                        if (idx >= 0 && m->plan.devices[idx]->early_usec &&
+                            !device_vanished(m->plan.devices[idx]->device))
                                 continue;
                         manager_forget_device(m, name);
                         changed = true;
@@ -453,6 +484,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
                 manager_notify_status(m, NULL);
         }
         manager_trim_memory(m->batch_handled);
+        m->pinned = strv_free(m->pinned);
         m->batch_changed = false;
         m->batch_handled = 0;
         timing_end_log();
@@ -474,6 +506,11 @@ static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userda
                 bool wanted = (devtype && streq(devtype, "disk")) ||
                               (sub && (streq(sub, "nvme") || streq(sub, "nvme-subsystem")));
 
+                /* A profile pinned by a udev rule: the disk is planned afresh at its
+                 * "add", not only verified (manager_verify_early). */
+                if (action && wanted && streq(action, "add") && udev_device_get_property_value(u, "IOTUNED_PROFILE") &&
+                    strv_extend(&m->pinned, udev_device_get_syspath(u)) < 0)
+                        log_oom();
                 if (action && wanted && (streq(action, "add") || streq(action, "change") || streq(action, "remove")) &&
                     asprintf_safe(&entry, "%s %s", action, udev_device_get_syspath(u)) >= 0 &&
                     strv_push(&m->pending, entry) < 0)
@@ -541,4 +578,3 @@ int manager_watch_udev(Manager *m) {
         (void) sd_event_source_set_description(m->batch_source, "udev-batch");
         return sd_event_source_set_enabled(m->batch_source, SD_EVENT_OFF);
 }
-

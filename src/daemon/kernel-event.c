@@ -29,6 +29,7 @@
 #include "events.h"
 #include "fileio.h"
 #include "log.h"
+#include "originals.h"
 #include "manager-internal.h"
 #include "timing.h"
 #include "util.h"
@@ -51,8 +52,9 @@ bool manager_early_allowed(const Manager *m, const Device *d) {
         return true;
 }
 
-/* Write the queue rows of the disk at `syspath`. */
-static void tune_early(Manager *m, const char *syspath) {
+/* Write the queue rows of the disk at `syspath`; `locked`: the caller holds the
+ * originals lock. */
+static void tune_early(Manager *m, const char *syspath, bool locked) {
         DiscoveryFilter f = tuner_discovery_filter(m->config);
         const char *name = strrchr(syspath, '/') + 1;
         int targets[_KNOB_MAX];
@@ -89,6 +91,7 @@ static void tune_early(Manager *m, const char *syspath) {
         }
         o = tuner_options(&m->tuner, RECONCILE_APPLY, targets, false);
         o.scopes = 1u << KNOB_SCOPE_QUEUE;
+        o.originals_locked = locked;
         r = reconcile_device(p, &o);
         timing_count_disk();
         if (r < 0) {
@@ -126,7 +129,6 @@ int manager_verify_early(Manager *m, size_t i) {
         _cleanup_free_ SettingState *early = NULL;
         _cleanup_free_ char *seq = NULL;
         int targets[_KNOB_MAX], r;
-        struct udev_device *u;
         bool replan;
         uint64_t now;
 
@@ -135,15 +137,12 @@ int manager_verify_early(Manager *m, size_t i) {
 
         if (!p->early_usec || !queue_rows_only(p))
                 return 0;
-        /* Still the disk planned at the kernel's event, and no profile pinned by udev. */
+        /* Still the disk planned at the kernel's event, and no profile pinned by udev
+         * (seen in udev's event itself: hotplug.c). */
         timing_enter(TIMING_PROBE_UDEV);
-        if (read_attr_at(p->device->syspath, "diskseq", &seq) >= 0 && !streq_ptr(strstrip(seq), p->device->diskseq))
-                replan = true; /* another disk now: planned afresh */
-        else {
-                u = udev_device_new_from_syspath(m->tuner.udev, p->device->syspath);
-                replan = !u || udev_device_get_property_value(u, "IOTUNED_PROFILE");
-                udev_device_unref(u);
-        }
+        replan = strv_contains(m->pinned, p->device->syspath) ||
+                 (read_attr_at(p->device->syspath, "diskseq", &seq) >= 0 &&
+                  !streq_ptr(strstrip(seq), p->device->diskseq));
         timing_leave();
         if (replan)
                 return 0;
@@ -240,8 +239,13 @@ static int on_kernel_batch(sd_event_source *s, void *userdata) {
         assert(m);
 
         timing_begin(0, "kernel add");
+        /* One lock for the chunk, not one per disk (a restore waits at most a chunk). */
+        _cleanup_close_ int lock = -1;
+        timing_enter(TIMING_RECORD);
+        bool locked = originals_lock(m->tuner.originals_dir, &lock) >= 0;
+        timing_leave();
         for (size_t i = 0; i < k; i++) {
-                tune_early(m, m->kernel_pending[i]);
+                tune_early(m, m->kernel_pending[i], locked);
                 free(m->kernel_pending[i]);
                 manager_keepalive(m);
         }

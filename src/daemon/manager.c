@@ -32,6 +32,7 @@ Manager *manager_free(Manager *m) {
         udev_monitor_unref(m->kernel_monitor);
         strv_free(m->pending);
         strv_free(m->kernel_pending);
+        strv_free(m->pinned);
         strv_free(m->path_watch);
         free(m->path_watch_since);
         config_free(m->config);

@@ -38,6 +38,7 @@ typedef struct Manager {
         char **pending;                  /* queued "ACTION SYSPATH" from udev, oldest first */
         size_t batch_handled;            /* events of the current burst handled so far (hotplug.c) */
         bool batch_changed;              /* a plan changed in the burst: status to write at its end */
+        char **pinned;                   /* syspaths whose queued "add" carries IOTUNED_PROFILE */
         /* NVMe controllers and subsystems whose hidden path disks are looked for again
          * for a while after their uevent (the namespace scan that creates them runs
          * after the "connected" event): syspaths, and when each was last announced

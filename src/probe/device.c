@@ -187,6 +187,12 @@ static char *multipath_head_of(const char *name) {
 
 /* A transport name for rules: the kernel's own for NVMe (/sys/class/nvme/nvmeX/transport:
  * pcie, tcp, rdma, fc, loop), else the bus the disk hangs off. */
+/* A disk right below /sys/devices/virtual/block (loop, dm, md, zram, null_blk,
+ * brd) hangs off no bus: no parent is worth walking up to. */
+static bool is_bare_virtual(const char *syspath) {
+        return syspath && str_startswith(syspath, "/sys/devices/virtual/block/");
+}
+
 static char *detect_transport(struct udev_device *u, const char *name) {
         struct udev_device *p;
         const char *bus;
@@ -204,6 +210,8 @@ static char *detect_transport(struct udev_device *u, const char *name) {
                 return strdup("zram");
         if (name_has_prefix_num(name, "nullb"))
                 return strdup("null");
+        if (is_bare_virtual(udev_device_get_syspath(u)))
+                return strdup("unknown");
 
         p = udev_device_get_parent_with_subsystem_devtype(u, "nvme", NULL);
         if (p) {
@@ -354,8 +362,9 @@ static int probe(struct udev_device *u, bool quick, Device **ret) {
 
         /* Identity: the controller's own strings for NVMe, the SCSI device's for
          * SCSI/SATA, udev's ID_* as the fallback. */
-        ctrl = udev_device_get_parent_with_subsystem_devtype(u, "nvme", NULL);
-        scsi = ctrl ? NULL : udev_device_get_parent_with_subsystem_devtype(u, "scsi", "scsi_device");
+        bool bare = is_bare_virtual(d->syspath);
+        ctrl = bare ? NULL : udev_device_get_parent_with_subsystem_devtype(u, "nvme", NULL);
+        scsi = bare || ctrl ? NULL : udev_device_get_parent_with_subsystem_devtype(u, "scsi", "scsi_device");
         if (ctrl) {
                 int r = quick ? nvme_ctrl_probe_sysfs(ctrl, &d->nvme) : nvme_ctrl_probe(ctrl, &d->nvme);
                 if (r < 0)
@@ -368,7 +377,7 @@ static int probe(struct udev_device *u, bool quick, Device **ret) {
                 d->model = attr_trimmed(scsi, "model");
                 d->firmware = attr_trimmed(scsi, "rev");
         }
-        if (!ctrl) {
+        if (!ctrl && !bare) {
                 /* A multipath head hangs off its subsystem, which knows the NQN. */
                 struct udev_device *nsub = udev_device_get_parent_with_subsystem_devtype(u, "nvme-subsystem", NULL);
                 if (nsub)
@@ -384,7 +393,7 @@ static int probe(struct udev_device *u, bool quick, Device **ret) {
         if (!d->wwn)
                 d->wwn = prop_dup(u, "ID_WWN");
 
-        pci = udev_device_get_parent_with_subsystem_devtype(u, "pci", NULL);
+        pci = bare ? NULL : udev_device_get_parent_with_subsystem_devtype(u, "pci", NULL);
         if (pci) {
                 _cleanup_free_ char *n = attr_trimmed(pci, "numa_node");
                 int node;

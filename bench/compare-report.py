@@ -31,6 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 TOOLS = ("tuned", "udev", "iotuned")  # table column order
+SCHED_NAME = "mq-deadline"  # bench/vm/compare.sh: SCHED
 TOOL_NAMES = {"tuned": "TuneD", "udev": "udev rule", "iotuned": "iotuned"}
 COLORS = {"tuned": "tab:orange", "udev": "tab:green", "iotuned": "tab:blue"}
 KNOBS = ("scheduler", "read_ahead_kb", "nr_requests", "rq_affinity", "all")
@@ -202,6 +203,14 @@ def report(files, boots, data):
     cal = stat(data, "calibrate", "fork_exec_true_ms")
     if cal.values:
         print(f"Calibration, fork+exec of /bin/true in the guest (ms): {cal.cell()}")
+    cal = stat(data, "calibrate", "elevator_switch_ms")
+    if cal.values:
+        print(f"Calibration, the kernel's own switch none -> {SCHED_NAME} on one NVMe disk, "
+              f"written by a shell builtin (ms): {cal.cell()}")
+    cal = stat(data, "calibrate", "four_knobs_ms")
+    if cal.values:
+        print(f"Calibration, the four knobs written by shell builtins, no fork: the floor under "
+              f"every tool's hot-add (ms): {cal.cell()}")
     print("\n" + "\n".join(ratios) if ratios else "")
     print("\nPer boot, hot-added NVMe: present -> all four knobs set, median (ms):\n")
     print("| boot | order | TuneD | udev rule | iotuned |")

@@ -355,6 +355,29 @@ scenario_setup() {
 	/bin/true
 	us
 	sample calibrate fork_exec_true_ms "$(((REPLY - t0) / 1000))"
+	# The floor under every tool's hot-add time: the kernel's own work for the
+	# four knobs, written by builtin echos (no fork) in the order the kernel needs
+	# (the switch resets nr_requests): the elevator switch alone (none ->
+	# mq-deadline), and all four; three times each.
+	local i q=/sys/block/nvme0n1/queue
+	for i in 1 2 3; do
+		reset_disks nvme0n1
+		us
+		t0=$REPLY
+		echo "$SCHED" >$q/scheduler
+		us
+		sample calibrate elevator_switch_ms "$(((REPLY - t0) / 1000))"
+		reset_disks nvme0n1
+		us
+		t0=$REPLY
+		echo "$SCHED" >$q/scheduler
+		echo "$NR" >$q/nr_requests
+		echo "$RA" >$q/read_ahead_kb
+		echo "$RQ" >$q/rq_affinity
+		us
+		sample calibrate four_knobs_ms "$(((REPLY - t0) / 1000))"
+	done
+	reset_disks nvme0n1
 }
 
 check_compare() {

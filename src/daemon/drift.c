@@ -45,6 +45,9 @@ int manager_check_drift(Manager *m) {
         /* One read of /proc/interrupts for every disk's vectors (load.c). */
         _cleanup_(irq_counts_done) IrqCounts irqs = {};
         bool have_irqs = tuner_read_irq_counts(&m->tuner, NULL, 0, &irqs) >= 0;
+        /* And one of /proc/diskstats for every disk's stat. */
+        _cleanup_(diskstats_done) DiskStats stats = {};
+        bool have_stats = tuner_read_diskstats(&m->tuner, &stats) >= 0;
         plan_module_targets(m->plan.devices, m->plan.n, targets);
         for (size_t i = 0; i < m->plan.n; i++) {
                 DevicePlan *p = m->plan.devices[i];
@@ -86,8 +89,8 @@ int manager_check_drift(Manager *m) {
                 }
                 if (p->excluded || p->error)
                         continue;
-                changed = manager_sample_load(m, p, m->has_irq_counts ? &m->irq_counts : NULL,
-                                              have_irqs ? &irqs : NULL) ||
+                changed = manager_sample_load(m, p, have_stats ? &stats : NULL,
+                                              m->has_irq_counts ? &m->irq_counts : NULL, have_irqs ? &irqs : NULL) ||
                           changed;
                 for (size_t k = 0; k < p->n_settings; k++)
                         p->settings[k].hold = backoff_held(&p->settings[k].rt, now);

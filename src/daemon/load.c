@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* At each drift check, each tuned disk's load since the previous check, from its
- * stat file, and its vectors' interrupts, from one read of /proc/interrupts, and
- * what they show (diagnose/signals.h): kept with the plan for status.json and the
- * metrics, a warning logged once per episode. */
+ * stat (one read of /proc/diskstats for every disk), and its vectors' interrupts,
+ * from one read of /proc/interrupts, and what they show (diagnose/signals.h): kept
+ * with the plan for status.json and the metrics, a warning logged once per
+ * episode. The requests at the device are the stat's in_flight, which the kernel
+ * counts as the inflight file does (blk_mq_in_flight for a blk-mq disk). */
 #include <assert.h>
 
 #include "events.h"
@@ -18,13 +20,6 @@ static bool has_kind(const FindingList *l, const char *kind) {
                 if (streq(l->items[i].kind, kind))
                         return true;
         return false;
-}
-
-/* The requests at the device now, -1 when unknown. */
-static double read_inflight(const char *syspath) {
-        unsigned n;
-
-        return blockstat_read_inflight(syspath, &n) < 0 ? -1 : (double) n;
 }
 
 static const char *current_scheduler(const DevicePlan *p) {
@@ -51,7 +46,8 @@ static int irq_signals(Manager *m, const DevicePlan *p, const IrqCounts *prev, c
         return r;
 }
 
-bool manager_sample_load(Manager *m, DevicePlan *p, const IrqCounts *prev, const IrqCounts *cur) {
+bool manager_sample_load(Manager *m, DevicePlan *p, const DiskStats *stats, const IrqCounts *prev,
+                         const IrqCounts *cur) {
         TIMING_SCOPE(TIMING_LOAD);
         _cleanup_free_ char *sched = NULL;
         FindingList found = {};
@@ -62,7 +58,12 @@ bool manager_sample_load(Manager *m, DevicePlan *p, const IrqCounts *prev, const
         assert(m);
         assert(p);
 
-        if (blockstat_read(p->device->syspath, &now) < 0) {
+        /* From the drift check's one read of /proc/diskstats; a disk not in it (or
+         * no such file: a test tree) from its own stat file. */
+        const BlockStat *st = stats ? diskstats_find(stats, p->device->name) : NULL;
+        if (st)
+                now = *st;
+        else if (blockstat_read(p->device->syspath, &now) < 0) {
                 p->has_stat = p->has_load = false;
                 return false;
         }
@@ -71,7 +72,7 @@ bool manager_sample_load(Manager *m, DevicePlan *p, const IrqCounts *prev, const
                 if (!s && knob_read_queue(knob_get(KNOB_SCHEDULER), p->device->syspath, &sched) >= 0)
                         s = sched;
                 if (signals_block(p->device->name, s ?: "none", p->device->rotational, &p->last_stat, &now,
-                                  read_inflight(p->device->syspath), &found) == -ENOMEM ||
+                                  (double) now.in_flight, &found) == -ENOMEM ||
                     irq_signals(m, p, prev, cur, &found) == -ENOMEM) {
                         finding_list_done(&found);
                         log_oom();

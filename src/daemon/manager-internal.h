@@ -103,7 +103,8 @@ void manager_note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now, Dri
  * warning is logged once, and stays until no sample has shown a warning for
  * FINDING_LINGER_USEC. Whether a warning appeared or went away. */
 #define FINDING_LINGER_USEC (60ULL * USEC_PER_SEC)
-bool manager_sample_load(Manager *m, DevicePlan *p, const IrqCounts *prev, const IrqCounts *cur);
+bool manager_sample_load(Manager *m, DevicePlan *p, const DiskStats *stats, const IrqCounts *prev,
+                         const IrqCounts *cur);
 
 /* drift.c */
 int manager_arm_drift_timer(Manager *m);

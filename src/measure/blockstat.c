@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -89,6 +91,110 @@ int blockstat_read_inflight(const char *disk_syspath, unsigned *ret) {
                 return -EBADMSG;
         *ret = (unsigned) (rd + wr);
         return 0;
+}
+
+static bool all_digits(const char *w) {
+        return *w && strspn(w, "0123456789") == strlen(w);
+}
+
+static int diskstat_cmp(const void *a, const void *b) {
+        const DiskStat *x = a, *y = b;
+        int c = strcmp(x->name, y->name);
+
+        /* Equal names in the order of the file: the first one counts. */
+        return c ? c : (x->line < y->line ? -1 : x->line > y->line);
+}
+
+int diskstats_parse(char *text, uint64_t sampled_usec, DiskStats *ret) {
+        DiskStat *items = NULL;
+        size_t n = 0, cap = 0, lineno = 0;
+
+        assert(text);
+        assert(ret);
+
+        for (char *line = text, *next; line && *line; line = next) {
+                char *nl = strchr(line, '\n');
+                lineno++;
+                next = nl ? nl + 1 : NULL;
+                if (nl)
+                        *nl = 0;
+                if (strlen(line) > DISKSTATS_LINE_MAX)
+                        continue;
+                /* major, minor, name: three words, then the stat fields */
+                char *words[3], *p = line;
+                size_t w;
+                for (w = 0; w < 3; w++) {
+                        p += strspn(p, " \t");
+                        if (!*p)
+                                break;
+                        words[w] = p;
+                        p += strcspn(p, " \t");
+                        if (*p)
+                                *p++ = 0;
+                }
+                if (w < 3 || !all_digits(words[0]) || !all_digits(words[1]) ||
+                    strlen(words[2]) >= sizeof(items[0].name))
+                        continue;
+                BlockStat st;
+                if (blockstat_parse(p, &st) < 0)
+                        continue;
+                if (n == DISKSTATS_ENTRIES_MAX) {
+                        free(items);
+                        return -E2BIG;
+                }
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 64;
+                        DiskStat *t = reallocarray(items, ncap, sizeof(*items));
+                        if (!t) {
+                                free(items);
+                                return -ENOMEM;
+                        }
+                        items = t;
+                        cap = ncap;
+                }
+                st.sampled_usec = sampled_usec;
+                items[n].stat = st;
+                items[n].line = lineno;
+                strcpy(items[n].name, words[2]);
+                n++;
+        }
+        if (n > 1) {
+                qsort(items, n, sizeof(*items), diskstat_cmp);
+                size_t k = 1;
+                for (size_t i = 1; i < n; i++)
+                        if (!streq(items[i].name, items[k - 1].name))
+                                items[k++] = items[i];
+                n = k;
+        }
+        *ret = (DiskStats){.items = items, .n = n};
+        return 0;
+}
+
+const BlockStat *diskstats_find(const DiskStats *s, const char *name) {
+        size_t lo = 0, hi;
+
+        assert(s);
+        assert(name);
+
+        hi = s->n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(name, s->items[mid].name);
+                if (c == 0)
+                        return &s->items[mid].stat;
+                if (c < 0)
+                        hi = mid;
+                else
+                        lo = mid + 1;
+        }
+        return NULL;
+}
+
+void diskstats_done(DiskStats *s) {
+        if (!s)
+                return;
+        free(s->items);
+        *s = (DiskStats){};
 }
 
 int blockstat_load(const BlockStat *a, const BlockStat *b, BlockLoad *ret) {

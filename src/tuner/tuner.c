@@ -140,6 +140,20 @@ int tuner_read_irq_counts(const Tuner *t, const unsigned *irqs, size_t n_irqs, I
         return r;
 }
 
+int tuner_read_diskstats(const Tuner *t, DiskStats *ret) {
+        TIMING_SCOPE(TIMING_LOAD);
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        assert(t);
+        assert(ret);
+
+        r = root_read_file(t->root, "/proc/diskstats", DISKSTATS_FILE_MAX, &text);
+        if (r < 0)
+                return r;
+        return diskstats_parse(text, now_usec(CLOCK_MONOTONIC), ret);
+}
+
 static int probe(Tuner *t, const char *syspath, bool quick, Device **ret) {
         struct udev_device *u;
         int r;

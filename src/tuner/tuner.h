@@ -4,6 +4,7 @@
 #include <libudev.h>
 #include <stdbool.h>
 
+#include "blockstat.h"
 #include "config.h"
 #include "device.h"
 #include "irq-counts.h"
@@ -64,6 +65,9 @@ void tuner_refresh_irqs(Tuner *t);
 /* Per-CPU counts of the vectors `irqs` (all numeric rows when n_irqs is 0) from
  * the root's /proc/interrupts, stamped with the monotonic clock. */
 int tuner_read_irq_counts(const Tuner *t, const unsigned *irqs, size_t n_irqs, IrqCounts *ret);
+
+/* Every disk's stat from the root's /proc/diskstats, in one read (blockstat.h). */
+int tuner_read_diskstats(const Tuner *t, DiskStats *ret);
 
 /* The disk at `syspath` (a udev event's), probed: -ENODEV when it is gone
  * already or is not a disk iotuned tunes. */

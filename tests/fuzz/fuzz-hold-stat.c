@@ -3,7 +3,9 @@
  * (/run/iotuned/hold/DISK, hold_check()) and a disk's /sys/block/X/stat
  * (blockstat_parse()), both fed the same bytes. A hold that parses must survive
  * hold_acquire() and be read back the same; a stat that parses must give a load
- * against itself that is refused (no time passed), never a division by zero. */
+ * against itself that is refused (no time passed), never a division by zero.
+ * The same bytes as /proc/diskstats (diskstats_parse(), last: it cuts the text):
+ * the names come out sorted, each once, and each is found. */
 #include "blockstat.h"
 #include "fuzz-util.h"
 #include "hold.h"
@@ -35,6 +37,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 s.sampled_usec = 1;
                 if (blockstat_load(&s, &s, &l) != -EINVAL)
                         abort();
+        }
+        DiskStats ds;
+        if (diskstats_parse(text, 1, &ds) == 0) {
+                for (size_t i = 0; i < ds.n; i++) {
+                        if (i && strcmp(ds.items[i - 1].name, ds.items[i].name) >= 0)
+                                abort();
+                        if (diskstats_find(&ds, ds.items[i].name) != &ds.items[i].stat)
+                                abort();
+                }
+                diskstats_done(&ds);
         }
         free(text);
         return 0;

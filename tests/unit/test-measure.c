@@ -159,6 +159,68 @@ TEST(block_stat_in_every_layout_and_the_load_of_two_samples) {
         ASSERT_INT_EQ(blockstat_load(&b, &a, &l), -EINVAL);
 }
 
+TEST(diskstats_every_disk_in_one_read_and_hostile_lines_skipped) {
+        char text[] =
+                /* 6.1: 17 fields after the name; a partition and a 4.18 (15) line */
+                " 259       0 nvme0n1 100 0 800 50 10 0 80 20 2 500 1000 0 0 0 0 0 0\n"
+                " 259       1 nvme0n1p1 1 0 8 1 0 0 0 0 0 1 1 0 0 0 0 0 0\n"
+                "  43       0 nullb0 7 0 56 3 0 0 0 0 0 3 3 0 0 0 0\n"
+                /* a repeated name: the first line counts */
+                " 259       9 nvme0n1 999 0 0 0 0 0 0 0 0 0 0\n"
+                /* skipped: too few fields, a word where a number goes, no name,
+                 * a minor with a sign, a name of DISK_NAME_LEN (32) characters */
+                "   8       0 sda 1 2 3\n"
+                "   8      16 sdb 1 2 3 4 5 6 7 8 9 x 11\n"
+                "   8      32\n"
+                "   8     -48 sdd 1 2 3 4 5 6 7 8 9 10 11\n"
+                "   8      64 abcdefghijklmnopqrstuvwxyz012345 1 2 3 4 5 6 7 8 9 10 11\n"
+                "\n"
+                "   8      80 sdf 1 2 3 4 5 6 7 8 9 10 11";
+        DiskStats s = {};
+        const BlockStat *b;
+
+        ASSERT_INT_EQ(diskstats_parse(text, 42, &s), 0);
+        ASSERT_INT_EQ(s.n, 4);
+        b = diskstats_find(&s, "nvme0n1");
+        ASSERT_TRUE(b);
+        ASSERT_INT_EQ(b->ios[0], 100);
+        ASSERT_INT_EQ(b->in_flight, 2);
+        ASSERT_INT_EQ(b->sampled_usec, 42);
+        b = diskstats_find(&s, "nullb0");
+        ASSERT_TRUE(b);
+        ASSERT_INT_EQ(b->ios[0], 7);
+        ASSERT_TRUE(diskstats_find(&s, "nvme0n1p1"));
+        ASSERT_TRUE(diskstats_find(&s, "sdf"));
+        ASSERT_TRUE(!diskstats_find(&s, "sda"));
+        ASSERT_TRUE(!diskstats_find(&s, "sdb"));
+        ASSERT_TRUE(!diskstats_find(&s, "sdd"));
+        ASSERT_TRUE(!diskstats_find(&s, "nvme0"));
+        diskstats_done(&s);
+
+        char empty[] = "";
+        ASSERT_INT_EQ(diskstats_parse(empty, 1, &s), 0);
+        ASSERT_INT_EQ(s.n, 0);
+        ASSERT_TRUE(!diskstats_find(&s, "sda"));
+        diskstats_done(&s);
+
+        /* a line longer than DISKSTATS_LINE_MAX is not read at all */
+        _cleanup_free_ char *longline = NULL;
+        ASSERT_TRUE(asprintf(&longline, "8 0 sda 1 2 3 4 5 6 7 8 9 10 11%*s\n8 16 sdb 1 2 3 4 5 6 7 8 9 10 11",
+                             (int) DISKSTATS_LINE_MAX, "") > 0);
+        ASSERT_INT_EQ(diskstats_parse(longline, 1, &s), 0);
+        ASSERT_INT_EQ(s.n, 1);
+        ASSERT_TRUE(diskstats_find(&s, "sdb"));
+        diskstats_done(&s);
+
+        /* one entry per disk at most DISKSTATS_ENTRIES_MAX */
+        size_t n = DISKSTATS_ENTRIES_MAX + 1, len = 0;
+        _cleanup_free_ char *many = malloc(n * 40);
+        ASSERT_TRUE(many);
+        for (size_t i = 0; i < n; i++)
+                len += (size_t) sprintf(many + len, "8 %zu d%zu 0 0 0 0 0 0 0 0 0 0 0\n", i, i);
+        ASSERT_INT_EQ(diskstats_parse(many, 1, &s), -E2BIG);
+}
+
 static void put(const char *dir, const char *name, const char *text) {
         _cleanup_free_ char *p = path_join(dir, name);
         FILE *f = fopen(p, "we");
@@ -255,6 +317,7 @@ TEST(a_hold_file_that_cannot_be_trusted_is_not_honoured) {
 TEST_MAIN(T(buckets_tile_the_range_and_hold_their_values), T(percentiles_within_the_bucket_width_of_the_exact_ones),
           T(merge_adds_counts_and_extremes), T(a_candidate_wins_when_the_rounds_favour_it_beyond_chance),
           T(sign_test_p_values_are_the_binomial_tail), T(the_statistic_is_reproducible_and_refuses_bad_samples),
-          T(block_stat_in_every_layout_and_the_load_of_two_samples), T(inflight_is_two_counts_and_nothing_else),
+          T(block_stat_in_every_layout_and_the_load_of_two_samples),
+          T(diskstats_every_disk_in_one_read_and_hostile_lines_skipped), T(inflight_is_two_counts_and_nothing_else),
           T(a_hold_is_honoured_until_its_deadline_or_its_holder_ends),
           T(a_hold_file_that_cannot_be_trusted_is_not_honoured))

@@ -15,6 +15,11 @@
 #define ATTR_MAX 65536
 
 int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len) {
+        /* Most reads are a sysfs value of a few bytes, and many are kept (a
+         * setting's observed value, a disk's diskseq): they are read on the stack
+         * and copied out at their size, so that each does not hold a page-sized
+         * buffer, per value and per disk. Larger files grow on the heap. */
+        char small[4096];
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, alloc = 0;
 
@@ -22,21 +27,35 @@ int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len) {
         assert(ret_len);
 
         for (;;) {
+                char *dst;
+                size_t room;
                 ssize_t n;
-                if (alloc - len < 4096) {
-                        char *nb;
-                        alloc = alloc ? alloc * 2 : 8192;
-                        if (alloc > max + 1)
-                                alloc = max + 1;
-                        if (alloc <= len)
-                                return -EFBIG;
-                        nb = realloc(buf, alloc + 1);
-                        if (!nb)
-                                return -ENOMEM;
-                        buf = nb;
+                if (!buf && len < sizeof(small)) {
+                        dst = small + len;
+                        room = sizeof(small) - len;
+                } else {
+                        if (!buf || alloc - len < 4096) {
+                                char *nb;
+                                size_t want = alloc ? alloc * 2 : 2 * sizeof(small);
+                                if (want > max + 1)
+                                        want = max + 1;
+                                if (want <= len)
+                                        return -EFBIG;
+                                nb = realloc(buf, want + 1);
+                                if (!nb)
+                                        return -ENOMEM;
+                                if (!buf)
+                                        memcpy(nb, small, len);
+                                buf = nb;
+                                alloc = want;
+                        }
+                        dst = buf + len;
+                        room = alloc - len;
                 }
                 /* Up to one byte more than allowed: a file that grew meanwhile is too big. */
-                n = read(fd, buf + len, alloc - len);
+                if (room > max + 1 - len)
+                        room = max + 1 - len;
+                n = read(fd, dst, room);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -49,9 +68,10 @@ int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len) {
                         return -EFBIG;
         }
         if (!buf) {
-                buf = strdup("");
+                buf = malloc(len + 1);
                 if (!buf)
                         return -ENOMEM;
+                memcpy(buf, small, len);
         }
         buf[len] = 0;
         *ret = TAKE_PTR(buf);

@@ -355,10 +355,10 @@ scenario_setup() {
 	/bin/true
 	us
 	sample calibrate fork_exec_true_ms "$(((REPLY - t0) / 1000))"
-	# The floor under every tool's hot-add time: the kernel's own work for the
-	# four knobs, written by builtin echos (no fork) in the order the kernel needs
-	# (the switch resets nr_requests): the elevator switch alone (none ->
-	# mq-deadline), and all four; three times each.
+	# The kernel's own cost of the four knobs on a settled disk's queue, written
+	# by builtin echos (no fork) in the order the kernel needs (the switch resets
+	# nr_requests): the elevator switch alone (none -> mq-deadline), and all
+	# four; three times each. What every tool's hot-add time is read against.
 	local i q=/sys/block/nvme0n1/queue
 	for i in 1 2 3; do
 		reset_disks nvme0n1

@@ -24,10 +24,13 @@ static void help(void) {
                "     --version       Show the version\n"
                "     --config DIR    Read configuration only from DIR (plus built-in defaults)\n"
                "     --root DIR      Treat DIR as / for configuration and /run (tests)\n"
-               "  -v --verbose       Debug logging\n");
+               "     --timing        Log where each start, batch of events, drift check,\n"
+               "                     reload and stop spent its time (\"timing:\" lines at\n"
+               "                     info level), without the rest of the debug output\n"
+               "  -v --verbose       Debug logging (with the timing lines)\n");
 }
 
-enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_ROOT };
+enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_ROOT, ARG_TIMING };
 
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
@@ -36,6 +39,7 @@ int main(int argc, char *argv[]) {
                 { "config", required_argument, NULL, ARG_CONFIG },
                 { "root", required_argument, NULL, ARG_ROOT },
                 { "verbose", no_argument, NULL, 'v' },
+                { "timing", no_argument, NULL, ARG_TIMING },
                 {},
         };
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -62,6 +66,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case 'v':
                         log_set_max_level(LOG_DEBUG);
+                        break;
+                case ARG_TIMING:
+                        timing_log_level = LOG_INFO;
                         break;
                 default:
                         return 64;

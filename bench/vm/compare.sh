@@ -101,12 +101,13 @@ setup_iotuned() {
 		  - { name: bench, match: { kernel: "nvme*" }, profile: bench }
 		  - { name: bench-null, match: { kernel: "nullb*" }, profile: bench-null }
 	EOF
-	# The daemon's own exec time, for "exec -> tuned", and its timing lines (-v).
+	# The daemon's own exec time, for "exec -> tuned", and its timing lines (--timing:
+	# at info level, so that the debug messages of -v cost nothing here).
 	mkdir -p /run/systemd/system/iotuned.service.d
 	cat >/run/systemd/system/iotuned.service.d/bench.conf <<-'EOF'
 		[Service]
 		ExecStart=
-		ExecStart=/bin/bash -c 'echo $${EPOCHREALTIME/[.,]/} >/run/iotuned/exec-usec; exec /usr/sbin/iotuned -v'
+		ExecStart=/bin/bash -c 'echo $${EPOCHREALTIME/[.,]/} >/run/iotuned/exec-usec; exec /usr/sbin/iotuned --timing'
 	EOF
 	systemctl daemon-reload
 }

@@ -16,6 +16,7 @@
 #define TIMING_OTHER _TIMING_MAX
 
 uint64_t timing_main_usec;
+int timing_log_level = LOG_DEBUG;
 
 static const char *const phase_names[_TIMING_MAX + 1] = {
         [TIMING_CONFIG] = "config",
@@ -166,13 +167,13 @@ void timing_end_log(void) {
         if (!T.active)
                 return;
         timing_end(&s);
-        if (log_get_max_level() < LOG_DEBUG || timing_format(&s, &line) < 0)
+        if (log_get_max_level() < timing_log_level || timing_format(&s, &line) < 0)
                 return;
         if (log_get_target() != LOG_TARGET_JOURNAL) {
-                log_debug("timing: %s", line);
+                log_full(timing_log_level, "timing: %s", line);
                 return;
         }
-        (void) sd_journal_send("MESSAGE=timing: %s", line, "PRIORITY=%i", LOG_DEBUG, "SYSLOG_IDENTIFIER=iotuned",
+        (void) sd_journal_send("MESSAGE=timing: %s", line, "PRIORITY=%i", timing_log_level, "SYSLOG_IDENTIFIER=iotuned",
                                "TIMING_TRIGGER=%s", s.trigger, "TIMING_WALL_USEC=%" PRIu64, s.wall_usec,
                                "TIMING_CPU_USEC=%" PRIu64, s.cpu_usec, "TIMING_DISKS=%u", s.disks, NULL);
 }

@@ -50,10 +50,12 @@ void timing_leave(void);
 void timing_count_disk(void);
 /* Close the span; *ret (may be NULL) gets it. */
 void timing_end(TimingSpan *ret);
-/* Close the span and log it at debug level: "timing: TRIGGER: W ms wall, C ms
- * CPU, N disks; config ..., other ..." (phases under 0.05 ms left out), with
- * TIMING_* journal fields. Nothing when no span is open. */
+/* Close the span and log it at timing_log_level (debug unless iotuned --timing
+ * made it info): "timing: TRIGGER: W ms wall, C ms CPU, N disks; config ...,
+ * other ..." (phases under 0.05 ms left out), with TIMING_* journal fields.
+ * Nothing when no span is open or that level is not logged. */
 void timing_end_log(void);
+extern int timing_log_level;
 /* The line's text after "timing: " (for tests). */
 int timing_format(const TimingSpan *s, char **ret);
 

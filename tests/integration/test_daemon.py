@@ -110,12 +110,12 @@ class DaemonTest(unittest.TestCase):
         os.chmod(path, 0o644)
         return path
 
-    def start(self):
+    def start(self, *args):
         # No env= here: umockdev's testbed variables live in the C environment,
         # which a copy of os.environ would miss. Log to stderr, not the journal.
         for var in ("JOURNAL_STREAM", "INVOCATION_ID", "NOTIFY_SOCKET"):
             os.environ.pop(var, None)
-        self.proc = subprocess.Popen([IOTUNED, "--root", self.root], stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([IOTUNED, "--root", self.root, *args], stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(lambda: os.path.exists(self.status_path()) or self.proc.poll() is not None, what="status.json")
         self.assertIsNone(self.proc.poll(), f"iotuned exited early:\n{self.daemon_log()}")
 
@@ -170,6 +170,32 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "1")
         self.assertEqual(self.bed.read("sda", "queue/nr_requests"), "64")
         self.assertFalse(os.path.exists(self.status_path()))
+
+    def test_timing_lines_without_debug_output(self):
+        """--timing: one line per trigger at info level (the start, each drift
+        check, the stop), without the debug messages of -v; with neither, no
+        timing line at all."""
+        self.bed.nvme(0)  # the root has no proc/interrupts: a debug message says so
+        debug = "Cannot read " + os.path.join(self.root, "proc/interrupts")
+        runs = {}
+        for flags in ((), ("--timing",), ("-v",)):
+            self.log.truncate(0)
+            self.log.seek(0)
+            self.start(*flags)
+            wait_for(lambda: "timing: drift check: " in self.daemon_log() if flags else True,
+                     timeout=5 * INTERVAL + 2, what="drift check line")
+            time.sleep(2 * INTERVAL)
+            self.stop()
+            runs[flags] = self.daemon_log()
+        self.assertNotIn("timing:", runs[()])
+        self.assertNotIn(debug, runs[()])
+        log = runs[("--timing",)]
+        self.assertRegex(log, r"timing: start: [0-9.]+ ms wall, [0-9.]+ ms CPU, 1 disk; config [0-9.]+")
+        self.assertRegex(log, r"timing: drift check: [0-9.]+ ms wall, [0-9.]+ ms CPU, 1 disk")
+        self.assertRegex(log, r"timing: stop: [0-9.]+ ms wall")
+        self.assertNotIn(debug, log)
+        self.assertIn(debug, runs[("-v",)])
+        self.assertIn("timing: start: ", runs[("-v",)])
 
     def test_a_held_disk_is_left_alone_until_its_hold_ends(self):
         self.bed.nvme(0)

@@ -560,6 +560,9 @@ class DaemonTest(unittest.TestCase):
             self.start()
             # only the pinned, unmanaged admin vector is ours to ban; 99 is kept
             wait_for(lambda: sorted(fake.banned) == [40, 99], what="ban list merged")
+            # status.json follows right after (irqbalance is asked after READY=1)
+            wait_for(lambda: (self.status()["daemon"].get("irqbalance") or {}).get("banned_by_iotuned") == [40],
+                     what="bans in status.json")
             ib = self.status()["daemon"]["irqbalance"]
             self.assertEqual((ib["pid"], ib["banned_by_iotuned"]), (os.getpid(), [40]))
             self.assertIn(f"irqbalance: pid {os.getpid()}: 1 IRQ banned by iotuned", self.ctl("status").stdout)
@@ -595,6 +598,9 @@ class DaemonTest(unittest.TestCase):
         s.bind(os.path.join(d, f"irqbalance{os.getpid()}.sock"))
         s.close()
         self.start()
+        # irqbalance is asked right after READY=1, and status.json rewritten then
+        wait_for(lambda: "unusable" in ((self.status()["daemon"].get("irqbalance") or {}).get("state") or ""),
+                 what="irqbalance state in status.json")
         st = self.status()["daemon"]["irqbalance"]["state"]
         self.assertRegex(st, r"unusable .*: IRQs are verified and re-asserted only")
         self.stop()

@@ -82,6 +82,11 @@ void manager_restore_dropped_knobs(Manager *m, const DevicePlan *old, const Devi
 void manager_stamp_changes(Manager *m, DevicePlan *p);
 int manager_retry_unrecorded(Manager *m, DevicePlan *p, const int *targets);
 ssize_t manager_pending_index(const Manager *m, const char *name);
+/* A disk's first tuning (udev's add, or its verification after the kernel's):
+ * logged, unless the disk is being removed: nothing when it is gone already, and
+ * a failure that may be the removal (an unreadable queue) reported only once it
+ * is PENDING_REPORT_USEC old and the disk still there (drift.c). */
+void manager_report_tuned(Manager *m, const DevicePlan *p);
 void manager_pending_drop(Manager *m, const char *name);
 bool device_vanished(const Device *d);
 /* The same disk, not another one that took its name: the same diskseq, or, before

@@ -215,6 +215,21 @@ static bool failure_may_be_removal(const DevicePlan *p) {
         return false;
 }
 
+static int pending_add(Manager *m, const char *name);
+
+void manager_report_tuned(Manager *m, const DevicePlan *p) {
+        assert(m);
+        assert(p);
+
+        if (device_vanished(p->device))
+                log_debug("%s was removed while it was being tuned; its remove event follows.", p->device->name);
+        else if (m->in_batch && failure_may_be_removal(p) && pending_add(m, p->device->name) >= 0)
+                log_debug("%s: tuning failed in part; reporting it in %llu s unless the disk is removed meanwhile.",
+                          p->device->name, (unsigned long long) (PENDING_REPORT_USEC / USEC_PER_SEC));
+        else
+                event_log_tuned(p);
+}
+
 ssize_t manager_pending_index(const Manager *m, const char *name) {
         assert(m);
         assert(name);
@@ -338,13 +353,7 @@ int manager_tune_device(Manager *m, Device *d) {
                 s->hold = false;
         }
         manager_pending_drop(m, p->device->name);
-        if (device_vanished(p->device))
-                log_debug("%s was removed while it was being tuned; its remove event follows.", p->device->name);
-        else if (m->in_batch && failure_may_be_removal(p) && pending_add(m, p->device->name) >= 0)
-                log_debug("%s: tuning failed in part; reporting it in %llu s unless the disk is removed meanwhile.",
-                          p->device->name, (unsigned long long) (PENDING_REPORT_USEC / USEC_PER_SEC));
-        else
-                event_log_tuned(p);
+        manager_report_tuned(m, p);
 
         if (idx >= 0) {
                 manager_restore_dropped_knobs(m, m->plan.devices[idx], p);

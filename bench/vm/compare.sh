@@ -240,7 +240,7 @@ hot_add_once() { # TOOL I
 	sleep 1
 	qmp '{"execute": "device_del", "arguments": {"id": "hot1"}}' >/dev/null || fail "QMP device_del failed"
 	wait_for "[[ ! -e /sys/block/$disk ]]" 30
-	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep -q '\"hot1\"'" 30
+	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep_q '\"hot1\"'" 30
 	udevadm settle --timeout=60
 }
 

@@ -53,6 +53,10 @@ slow_ms() { # MS
 step() { printf -- '--- [%7ss] %s\n' "$(_iotvm_since "$IOTVM_T0")" "$*"; }
 note() { printf '    %s\n' "$*"; }
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+# `grep -q` for the end of a pipeline: under pipefail, grep -q's exit at the first
+# match kills the writer (journalctl, iotunectl) with SIGPIPE, and the pipeline
+# fails although the line was there. This reads its input to the end.
+grep_q() { grep "$@" >/dev/null; }
 
 _iotvm_err() {
 	printf 'FAIL: command failed (exit %s) at %s:%s: %s\n' "$1" "$2" "$3" "$4" >&2

@@ -79,7 +79,7 @@ check_start_ready_status() {
 check_journal_fields() {
 	local n
 	ijournal DEVICE=nvme0n1 | sed 's/^/    | /' | head -n 12
-	ijournal DEVICE=nvme0n1 | grep -q 'nvme0n1 tuned with profile latency (rule nvme)' ||
+	ijournal DEVICE=nvme0n1 | grep_q 'nvme0n1 tuned with profile latency (rule nvme)' ||
 		fail "no tuned summary for nvme0n1 in journalctl -u iotuned DEVICE=nvme0n1"
 	n=$(ijournal DEVICE=nvme0n1 KNOB=rq_affinity MESSAGE_ID=c0e74b1dfaf847d5b438382e8afef2b0 -o json |
 		"$IOTVM_PY" -c 'import json,sys
@@ -89,7 +89,7 @@ for l in sys.stdin:
     print("ok")' | grep -c ok) || fail "journal entry fields wrong"
 	assert_eq 1 "$n" "tuned entries for nvme0n1 rq_affinity with DESIRED/OBSERVED/PROFILE/RULE"
 	journalctl --update-catalog 2>/dev/null || true
-	ijournal -x DEVICE=nvme0n1 KNOB=rq_affinity | grep -q 'iotunectl explain nvme0n1' ||
+	ijournal -x DEVICE=nvme0n1 KNOB=rq_affinity | grep_q 'iotunectl explain nvme0n1' ||
 		fail "journalctl -x does not show the catalog text"
 	note "ok: journalctl -x explains the entry (catalog installed)"
 }
@@ -131,7 +131,7 @@ check_fighting_loop_gets_one_conflict() {
 	pid=$!
 	# shellcheck disable=SC2064 # this pid, now
 	trap "kill $pid 2>/dev/null || true" EXIT
-	wait_for "ijournal MESSAGE_ID=095bdbb2377f45468291453ee991e258 | grep -q 'nvme1n1: nomerges keeps being changed back to 0'" 35 'ijournal -n 30'
+	wait_for "ijournal MESSAGE_ID=095bdbb2377f45468291453ee991e258 | grep_q 'nvme1n1: nomerges keeps being changed back to 0'" 35 'ijournal -n 30'
 	note "conflict reported after ${WAITED}s"
 	sleep 3
 	assert_file_eq /sys/block/nvme1n1/queue/nomerges 0
@@ -171,12 +171,12 @@ check_hotplug_is_tuned() {
 	wait_for "[[ \$(cat /sys/block/$disk/queue/rq_affinity) == 2 && \$(sched_of $disk) == none ]]" 30 'ijournal -n 20'
 	note "tuned: $disk at profile latency $(( ($(_iotvm_us) - t0) / 1000 )) ms after device_add (udev add -> iotuned)"
 	assert_file_eq "/sys/block/$disk/queue/nomerges" 2
-	wait_for "ijournal DEVICE=$disk | grep -q '$disk tuned with profile latency'" 10
-	wait_for "status_devices | grep -qx $disk" 10
+	wait_for "ijournal DEVICE=$disk | grep_q '$disk tuned with profile latency'" 10
+	wait_for "status_devices | grep_q -x $disk" 10
 	qmp '{"execute": "device_del", "arguments": {"id": "hot1"}}' >/dev/null || fail "QMP device_del failed"
 	wait_for "[[ ! -e /sys/block/$disk ]]" 30
-	wait_for "ijournal DEVICE=$disk | grep -q '$disk removed'" 10 'ijournal -n 20'
-	wait_for "! status_devices | grep -qx $disk" 10
+	wait_for "ijournal DEVICE=$disk | grep_q '$disk removed'" 10 'ijournal -n 20'
+	wait_for "! status_devices | grep_q -x $disk" 10
 	assert_not_exists "/run/iotuned/originals/$disk.json"
 }
 
@@ -189,7 +189,7 @@ check_hotplug_is_tuned() {
 check_hotplug_udev_rule_rewrite_is_drift() {
 	local disk rule=/etc/udev/rules.d/60-iotvm-legacy.rules since
 	# The previous check's device_del: QEMU frees the id once the guest released the slot.
-	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep -q '\"hot1\"'" 30
+	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep_q '\"hot1\"'" 30
 	printf 'ACTION=="add", SUBSYSTEM=="block", KERNEL=="nvme*n*", PROGRAM=="/bin/sleep 1", ATTR{queue/read_ahead_kb}="1024"\n' >"$rule"
 	assert_ok udevadm control --reload
 	since=$(date +%s)
@@ -197,19 +197,19 @@ check_hotplug_udev_rule_rewrite_is_drift() {
 		fail "QMP device_add failed"
 	wait_for '[[ -n $(disk_by_serial hot1) ]]' 30 'ls /sys/block'
 	disk=$(disk_by_serial hot1)
-	wait_for "ijournal --since=@$since DEVICE=$disk KNOB=read_ahead_kb DRIFT_SEEN=udev-add -o cat | grep -q ." 30 \
+	wait_for "ijournal --since=@$since DEVICE=$disk KNOB=read_ahead_kb DRIFT_SEEN=udev-add -o cat | grep_q ." 30 \
 		"ijournal --since=@$since -n 30; cat /sys/block/$disk/queue/read_ahead_kb"
 	note "$(ijournal --since=@$since DEVICE=$disk DRIFT_SEEN=udev-add -o cat | head -n 1)"
 	assert_match "60-iotvm-legacy.rules:1" "$(ijournal --since=@$since DEVICE=$disk DRIFT_SEEN=udev-add -o json | grep -o '"WRITER":"[^"]*"' | head -n 1)" "WRITER"
 	# The final state is the profile's, and the disk's "tuned" entry reports what changed.
 	assert_file_eq "/sys/block/$disk/queue/read_ahead_kb" 0
 	assert_eq 2 "$(cat "/sys/block/$disk/queue/rq_affinity")" "rq_affinity"
-	wait_for "ijournal --since=@$since DEVICE=$disk | grep -q '$disk: rq_affinity 1 -> 2 (profile latency)'" 10 "ijournal --since=@$since -n 30"
+	wait_for "ijournal --since=@$since DEVICE=$disk | grep_q '$disk: rq_affinity 1 -> 2 (profile latency)'" 10 "ijournal --since=@$since -n 30"
 	rm -f "$rule"
 	assert_ok udevadm control --reload
 	qmp '{"execute": "device_del", "arguments": {"id": "hot1"}}' >/dev/null || fail "QMP device_del failed"
 	wait_for "[[ ! -e /sys/block/$disk ]]" 30
-	wait_for "! status_devices | grep -qx $disk" 10
+	wait_for "! status_devices | grep_q -x $disk" 10
 }
 
 check_bad_reload_keeps_old_config() {
@@ -220,7 +220,7 @@ check_bad_reload_keeps_old_config() {
 	assert_fails systemctl reload iotuned.service
 	# ... and a SIGHUP that reaches the daemon anyway is refused by the daemon itself.
 	kill -HUP "$pid"
-	wait_for "ijournal | grep -q '$DROPIN_DIR/50-bad.yaml:3:14: rule .* uses unknown profile .nonesuch. (reload refused'" 10 'ijournal -n 20'
+	wait_for "ijournal | grep_q '$DROPIN_DIR/50-bad.yaml:3:14: rule .* uses unknown profile .nonesuch. (reload refused'" 10 'ijournal -n 20'
 	assert_eq active "$(systemctl is-active iotuned.service)" "iotuned after a refused reload"
 	assert_eq "$pid" "$(main_pid)" "MainPID (not restarted)"
 	assert_sched nvme0n1 none
@@ -251,7 +251,7 @@ assert_boot_values() {
 check_stop_restores() {
 	assert_ok systemctl stop iotuned.service
 	assert_boot_values
-	ijournal MESSAGE_ID=491c4daa961a49429ac640a54eacbec9 | grep -q 'nvme0n1: rq_affinity restored to 1' ||
+	ijournal MESSAGE_ID=491c4daa961a49429ac640a54eacbec9 | grep_q 'nvme0n1: rq_affinity restored to 1' ||
 		fail "no restore entry for nvme0n1 rq_affinity in the journal"
 	assert_not_exists /run/iotuned/status.json
 }
@@ -286,7 +286,7 @@ check_burst_of_disks_all_tuned() {
 	assert_eq "" "${missing[*]}" "disks without nr_requests 256"
 	wait_for "[[ \$(status_devices | grep -c '^nullb') == $n ]]" 20 'iotunectl status'
 	assert_ok rmmod null_blk
-	wait_for "! status_devices | grep -q '^nullb'" 20 'iotunectl status'
+	wait_for "! status_devices | grep_q '^nullb'" 20 'iotunectl status'
 	assert_ok systemctl stop iotuned.service
 }
 
@@ -301,7 +301,7 @@ check_udev_rule_pins_profile() {
 	assert_ok udevadm trigger --action=change --settle /dev/sda
 	wait_for '[[ $(sched_of sda) == none ]]' 15 'journalctl -b -u iotuned -n 20 --no-pager; udevadm info /dev/sda | grep IOTUNED'
 	assert_file_eq /sys/block/sda/queue/read_ahead_kb 0
-	journalctl -b -u iotuned --no-pager DEVICE=sda | grep -q 'sda tuned with profile latency (rule IOTUNED_PROFILE)' ||
+	journalctl -b -u iotuned --no-pager DEVICE=sda | grep_q 'sda tuned with profile latency (rule IOTUNED_PROFILE)' ||
 		fail "no journal entry for the udev-pinned profile"
 	rm /etc/udev/rules.d/61-iotuned-local.rules
 	assert_ok udevadm control --reload

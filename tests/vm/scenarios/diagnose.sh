@@ -113,7 +113,7 @@ check_legacy_udev_rule_is_a_conflict_naming_the_rule() {
 	done
 	# In conflict after the fifth: held for 30 s, so the next change event leaves
 	# the rule's mq-deadline, reported as drifted (status exits 1).
-	wait_for "iotunectl status | grep -qF '$nv scheduler: in conflict'" 10 'iotunectl status'
+	wait_for "iotunectl status | grep_q -F '$nv scheduler: in conflict'" 10 'iotunectl status'
 	assert_ok udevadm trigger --action=change --settle "/sys/block/$nv"
 	sleep "$(slow_ms 1000)e-3"
 	assert_sched "$nv" mq-deadline
@@ -130,13 +130,13 @@ check_legacy_udev_rule_is_a_conflict_naming_the_rule() {
 	assert_journal_matches_catalog
 	out=$(iotunectl status) && fail "status exited 0 with a setting held back"
 	printf '%s\n' "$out" | grep -F "$nv scheduler: in conflict" | sed 's/^/    | /'
-	printf '%s\n' "$out" | grep -qF "$nv scheduler: in conflict (5 drifts); written by udev rule $RULE:2" ||
+	printf '%s\n' "$out" | grep_q -F "$nv scheduler: in conflict (5 drifts); written by udev rule $RULE:2" ||
 		fail "status does not name the rule: $out"
 	iotunectl diagnose "$nv" --json --interval 200ms >"$json" && fail "diagnose exited 0 with warnings"
 	finding_lines "$json" | sed 's/^/    | /'
-	finding_lines "$json" | grep -qx "warning udev-rule-writer scheduler $RULE:2" || fail "no udev-rule-writer finding"
-	finding_lines "$json" | grep -qx "warning fights-iotuned scheduler $RULE:2" || fail "no fights-iotuned finding"
-	finding_lines "$json" | grep -qx "warning conflict scheduler -" || fail "no conflict finding from the daemon"
+	finding_lines "$json" | grep_q -x "warning udev-rule-writer scheduler $RULE:2" || fail "no udev-rule-writer finding"
+	finding_lines "$json" | grep_q -x "warning fights-iotuned scheduler $RULE:2" || fail "no fights-iotuned finding"
+	finding_lines "$json" | grep_q -x "warning conflict scheduler -" || fail "no conflict finding from the daemon"
 	iotunectl diagnose "$nv" | sed 's/^/    | /' || true
 	rm -f "$RULE"
 	assert_ok udevadm control --reload
@@ -188,10 +188,10 @@ check_software_queue_under_fio() {
 		assert v["queue_depth"] >= 16 and v["device_inflight"] <= 8 and v["await_ms"] >= 4, v
 	PY
 	# The daemon's own samples (every drift check) saw it too: logged once, in status and metrics.
-	wait_for "ijournal --since=@$since DEVICE=$d FINDING=software-queue -o cat | grep -q ." 20 'ijournal -n 20'
+	wait_for "ijournal --since=@$since DEVICE=$d FINDING=software-queue -o cat | grep_q ." 20 'ijournal -n 20'
 	ijournal --since="@$since" DEVICE="$d" FINDING=software-queue -o cat | sed 's/^/    | /'
 	iotunectl status | grep -F "$d software-queue:" | sed 's/^/    | /'
-	iotunectl status | grep -qF "$d software-queue:" || fail "status does not list the software-queue finding"
+	iotunectl status | grep_q -F "$d software-queue:" || fail "status does not list the software-queue finding"
 	grep -qF "iotuned_device_findings{device=\"$d\",kind=\"software-queue\",severity=\"warning\"} 1" "$PROM" ||
 		fail "no software-queue series in $PROM"
 	grep -E "iotuned_device_(queue_depth|await_seconds|utilisation_ratio)\{device=\"$d\"\}" "$PROM" | sed 's/^/    | /'
@@ -209,7 +209,7 @@ check_software_queue_under_fio() {
 	"$IOTVM_PY" -c 'import json,sys
 for f in json.load(open(sys.argv[1]))["devices"][0]["findings"]:
     if f["kind"] in ("io-load", "software-queue"): print("    none:", f["kind"], f["summary"])' "$json"
-	finding_lines "$json" | grep -q " software-queue " && fail "software-queue flagged under none"
+	finding_lines "$json" | grep_q " software-queue " && fail "software-queue flagged under none"
 	assert_ok systemctl start iotuned.service
 	note "ok: software-queue under mq-deadline (diagnose, journal, status, metrics); none under none"
 }
@@ -250,7 +250,7 @@ check_vector_on_the_other_node_is_flagged() {
 	"$IOTVM_PY" -c 'import json,sys
 for f in json.load(open(sys.argv[1]))["devices"][0]["findings"]:
     print("    |", f["severity"], f["kind"], f["summary"])' "$json"
-	finding_lines "$json" | grep -q "^warning irq-off-node " ||
+	finding_lines "$json" | grep_q "^warning irq-off-node " ||
 		fail "the admin vector firing on node 0's CPU 0 was not flagged ($(cat /tmp/admin-load.err))"
 	"$IOTVM_PY" -c 'import json,sys
 for f in json.load(open(sys.argv[1]))["devices"][0]["findings"]:
@@ -260,7 +260,7 @@ for f in json.load(open(sys.argv[1]))["devices"][0]["findings"]:
 	iotunectl diagnose "$nn" --json --interval 3s >"$json" || true
 	kill "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
-	finding_lines "$json" | grep -q " irq-off-node " && fail "irq-off-node flagged with the vector on node 1"
+	finding_lines "$json" | grep_q " irq-off-node " && fail "irq-off-node flagged with the vector on node 1"
 	assert_ok systemctl start irqbalance.service iotuned.service
 	note "ok: ${ctrl}q0 (irq $irq) on CPU 0 of node 0 flagged for a node-1 disk; on CPU 1 not"
 }

@@ -90,13 +90,13 @@ hot_add() {
 hot_del() { # waits until the disk is gone and QEMU can take the id again
 	qmp '{"execute": "device_del", "arguments": {"id": "hot1"}}' >/dev/null || fail "QMP device_del failed"
 	wait_for '[[ -z $(hot_disk) ]]' 30 'ls /sys/block; dmesg | tail -n 20'
-	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep -q '\"hot1\"'" 30
+	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep_q '\"hot1\"'" 30
 }
 
 rmmod_null_blk() {
 	# udev's workers may still hold a disk open for a moment.
 	wait_for 'rmmod null_blk 2>/dev/null || ! grep -q "^null_blk " /proc/modules' 30 'lsmod | grep null_blk; ls /sys/block'
-	wait_for '! ls /sys/block | grep -q ^nullb' 30
+	wait_for '! ls /sys/block | grep_q ^nullb' 30
 }
 
 # Compare every record under ORIG with the reference values: a boot disk with
@@ -288,10 +288,10 @@ check_sigkill_during_start_and_bursts() {
 	w_status=$(ms_since "$t0")
 	assert_originals
 	rmmod_null_blk
-	wait_for "[[ \$(n_status_nullb) == 0 ]] && ! ls $ORIG | grep -q ^nullb" 30 "ls $ORIG; ijournal -n 20"
+	wait_for "[[ \$(n_status_nullb) == 0 ]] && ! ls $ORIG | grep_q ^nullb" 30 "ls $ORIG; ijournal -n 20"
 	t0=$(_iotvm_us)
 	hot_add
-	wait_for '[[ -n $(hot_disk) ]] && status_devices | grep -qx "$(hot_disk)"' 60 'ijournal -n 20'
+	wait_for '[[ -n $(hot_disk) ]] && status_devices | grep_q -x "$(hot_disk)"' 60 'ijournal -n 20'
 	w_hot=$(ms_since "$t0")
 	disk=$(hot_disk)
 	assert_originals "$disk"
@@ -345,10 +345,10 @@ check_sigkill_during_start_and_bursts() {
 			wait_for "[[ \$(n_status_nullb) == $BURST_N ]]" 60 'iotunectl status | tail -n 20'
 			assert_originals >/dev/null
 			rmmod_null_blk
-			wait_for "[[ \$(n_status_nullb) == 0 ]] && ! ls $ORIG | grep -q ^nullb" 30 "ls $ORIG; ijournal -n 20"
+			wait_for "[[ \$(n_status_nullb) == 0 ]] && ! ls $ORIG | grep_q ^nullb" 30 "ls $ORIG; ijournal -n 20"
 			;;
 		3)
-			wait_for '[[ -n $(hot_disk) ]] && status_devices | grep -qx "$(hot_disk)"' 60 'ijournal -n 20'
+			wait_for '[[ -n $(hot_disk) ]] && status_devices | grep_q -x "$(hot_disk)"' 60 'ijournal -n 20'
 			disk=$(hot_disk)
 			assert_originals "$disk" >/dev/null
 			hot_del
@@ -389,8 +389,8 @@ check_disks_removed_mid_burst() {
 	hot=$(hot_disk)
 	hot_del
 	note "$hot added and deleted again in $(ms_since "$t0") ms"
-	wait_for "[[ \$(n_status_nullb) == 0 ]] && ! status_devices | grep -qx $hot" 30 'cat /run/iotuned/status.json | head -n 40'
-	wait_for "! ls $ORIG | grep -q -e ^nullb -e ^$hot\\." 30 "ls -la $ORIG"
+	wait_for "[[ \$(n_status_nullb) == 0 ]] && ! status_devices | grep_q -x $hot" 30 'cat /run/iotuned/status.json | head -n 40'
+	wait_for "! ls $ORIG | grep_q -e ^nullb -e ^$hot\\." 30 "ls -la $ORIG"
 	note "status.json and $ORIG clean ${WAITED}s after the removals"
 	gone=$(find /run/iotuned -name "nullb*" -o -name "$hot.*" -o -name "$hot" | tr '\n' ' ')
 	assert_eq "" "$gone" "files about removed disks under /run/iotuned"
@@ -467,12 +467,12 @@ check_run_full() {
 	cur=$(cursor_now)
 	t0=$(_iotvm_us)
 	assert_ok modprobe null_blk nr_devices=4
-	wait_for '(for i in 0 1 2 3; do ijournal --since="@$cur" DEVICE=nullb$i | grep -q "nullb$i: not tuned" || exit 1; done)' 30 \
+	wait_for '(for i in 0 1 2 3; do ijournal --since="@$cur" DEVICE=nullb$i | grep_q "nullb$i: not tuned" || exit 1; done)' 30 \
 		'ijournal --since="@$cur" | tail -n 30'
 	note "4 'not tuned' entries ${WAITED}s after modprobe:"
 	ijournal --since="@$cur" -o cat DEVICE=nullb0 | sed 's/^/    | /'
 	ijournal --since="@$cur" -p warning -o cat | grep -v nullb | sort | uniq -c | sed 's/^/    | /'
-	ijournal --since="@$cur" DEVICE=nullb0 -o cat | grep -Eq 'nullb0: not tuned: .*original values.*No space left on device' ||
+	ijournal --since="@$cur" DEVICE=nullb0 -o cat | grep_q -E 'nullb0: not tuned: .*original values.*No space left on device' ||
 		fail "the journal does not say that nullb0's original values could not be recorded for lack of space"
 	sleep 2 # two reassert intervals with the disk still full: nothing may be written
 	# Every knob that differs from a fresh disk's value must have a record.
@@ -490,7 +490,7 @@ check_run_full() {
 	wait_for '(for i in 0 1 2 3; do [[ -e $ORIG/nullb$i.json && $(sched_of nullb$i) != "$(<"$REF/nullb/scheduler")" ]] || exit 1; done)' 30 \
 		"ls $ORIG; grep -H . /sys/block/nullb*/queue/scheduler; ijournal -n 20"
 	note "space back: the 4 disks recorded and tuned $(ms_since "$t0") ms after the filler was deleted (reassert interval $INTERVAL_MS ms)"
-	wait_for 'ijournal --since="@$cur" DEVICE=nullb3 | grep -q "nullb3 tuned with profile"' 10 'ijournal -n 20'
+	wait_for 'ijournal --since="@$cur" DEVICE=nullb3 | grep_q "nullb3 tuned with profile"' 10 'ijournal -n 20'
 	assert_originals
 	assert_eq "$pid" "$(main_pid)" "MainPID (no restart)"
 	assert_eq "$nr" "$(nrestarts)" "NRestarts"
@@ -528,7 +528,7 @@ check_journald_restarts() {
 	# Events after the restarts: one drift, and the removal of the burst's disks.
 	cur=$(cursor_now)
 	echo mq-deadline >/sys/block/nvme0n1/queue/scheduler
-	wait_for 'ijournal --since="@$cur" DEVICE=nvme0n1 KNOB=scheduler MESSAGE_ID=ddd3ea3720e646139165099acdaad3df | grep -q "drifted to mq-deadline"' 20 'ijournal -n 20'
+	wait_for 'ijournal --since="@$cur" DEVICE=nvme0n1 KNOB=scheduler MESSAGE_ID=ddd3ea3720e646139165099acdaad3df | grep_q "drifted to mq-deadline"' 20 'ijournal -n 20'
 	note "drift entry with DEVICE=nvme0n1 KNOB=scheduler ${WAITED}s after the write"
 	rmmod_null_blk
 	wait_for "[[ \$(ijournal --since=\"@\$cur\" MESSAGE_ID=37d45c408b0b4ba99354ba9add6a1a42 -o json | grep -c '\"DEVICE\":\"nullb') == $n ]]" 30 \

@@ -65,7 +65,7 @@ check_hot_remove() {
 	assert_not_exists "/dev/$disk"
 	# QEMU frees the id once the guest has released the slot; until then a
 	# second device_add with the same id would fail.
-	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep -q '\"hot1\"'" 30
+	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep_q '\"hot1\"'" 30
 	note "QEMU released hot1 $(( ($(_iotvm_us) - t0) / 1000 )) ms after device_del returned"
 }
 
@@ -167,13 +167,13 @@ check_fabrics_connect_after_start() {
 	tuned_ms=$(( ($(_iotvm_us) - appeared) / 1000 ))
 	note "tuned: $path $tuned_ms ms after its disk appeared (limit $(slow_ms 1000) ms)"
 	((tuned_ms <= $(slow_ms 1000))) || fail "$path tuned after $tuned_ms ms, more than $(slow_ms 1000) ms"
-	wait_for "fab_journal DEVICE=$path | grep -q '$path tuned with profile latency'" 10 'fab_journal -n 30'
+	wait_for "fab_journal DEVICE=$path | grep_q '$path tuned with profile latency'" 10 'fab_journal -n 30'
 	# The kernel fact this rests on: the head is announced, the hidden path never
 	# (block/genhd.c); the block monitor of scenario_setup has run all along.
 	wait_for "grep -Eq '^UDEV .* add +/devices/.*/nvme-subsys[0-9]+/nvme[0-9]+n1 \(block\)' '$MON'" 10 "cat '$MON'"
 	if grep -q "/$path (block)" "$MON"; then fail "a uevent for the hidden path $path: $(grep "/$path " "$MON")"; fi
 	note "udev: the head's add event seen, none for $path"
-	wait_for "fab_status | grep -Eq '^  nvme[0-9]+n1 +$path +via $ctrl +live'" 10 'iotunectl status'
+	wait_for "fab_status | grep_q -E '^  nvme[0-9]+n1 +$path +via $ctrl +live'" 10 'iotunectl status'
 	fab_status | sed -n '/NVMe multipath paths/,$p' | sed 's/^/    | /'
 	echo "$ctrl $path" >/run/iotvm-fab-first
 }
@@ -206,8 +206,8 @@ check_fabrics_path_lost_and_back() {
 	rm "$FAB_CFS/ports/2/subsystems/$FAB_NQN"
 	wait_for "[[ \$(cat /sys/class/nvme/$ctrl/state) != live ]]" 20 "cat /sys/class/nvme/$ctrl/state; dmesg | tail"
 	note "$ctrl: $(cat /sys/class/nvme/"$ctrl"/state) ${WAITED}s after the port dropped the subsystem"
-	wait_for "fab_journal | grep -q '$path: multipath path lost for now'" 15 'fab_journal -n 20'
-	wait_for "fab_status | grep -Eq ' $path +via $ctrl +(connecting|resetting).*not a failure'" 15 'iotunectl status'
+	wait_for "fab_journal | grep_q '$path: multipath path lost for now'" 15 'fab_journal -n 20'
+	wait_for "fab_status | grep_q -E ' $path +via $ctrl +(connecting|resetting).*not a failure'" 15 'iotunectl status'
 	iotunectl status >/dev/null || ex=$?
 	assert_eq 0 "$ex" "iotunectl status exit code while a path is lost"
 	ln -s "$FAB_CFS/subsystems/$FAB_NQN" "$FAB_CFS/ports/2/subsystems/$FAB_NQN"
@@ -215,7 +215,7 @@ check_fabrics_path_lost_and_back() {
 	note "$ctrl live again ${WAITED}s after the port serves the subsystem again"
 	wait_for "(( \$(fab_tuned_count $path) > $n0 ))" 10 "fab_journal -n 30"
 	fab_tuned "$path" || fail "$path not at the profile's values after reconnecting"
-	wait_for "fab_status | grep -Eq ' $path +via $ctrl +live'" 10 'iotunectl status'
+	wait_for "fab_status | grep_q -E ' $path +via $ctrl +live'" 10 'iotunectl status'
 }
 
 # nvme disconnect deletes one controller (its path disk goes, silently): reported
@@ -226,9 +226,9 @@ check_fabrics_disconnect_reconnect() {
 	first=$(cut -d' ' -f2 /run/iotvm-fab-first)
 	assert_ok nvme disconnect -d "$ctrl"
 	wait_for "[[ ! -e /sys/block/$path ]]" 20
-	wait_for "fab_journal DEVICE=$path | grep -q '$path: multipath path lost'" 10 'fab_journal -n 20'
-	wait_for "! fab_status_json | grep -q '\"device\": \"$path\"'" 10 'iotunectl status'
-	fab_journal -p warning DEVICE="$path" | grep -q "$path" && fail "a warning or worse about the lost path $path"
+	wait_for "fab_journal DEVICE=$path | grep_q '$path: multipath path lost'" 10 'fab_journal -n 20'
+	wait_for "! fab_status_json | grep_q '\"device\": \"$path\"'" 10 'iotunectl status'
+	fab_journal -p warning DEVICE="$path" | grep_q "$path" && fail "a warning or worse about the lost path $path"
 	assert_not_exists "/run/iotuned/originals/$path.json"
 	fab_tuned "$first" || fail "the other path $first is no longer tuned"
 	fab_connect 4421 || fail "nvme connect to port 4421 (again) failed"

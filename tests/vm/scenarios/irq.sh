@@ -137,7 +137,7 @@ check_irqbalance_restart_gets_bans_back() {
 	wait_for "[[ -S /run/irqbalance/irqbalance$new.sock ]]" 10
 	wait_for "[[ \"\$(irqbalance_banned)\" == *\"$(admin_n1)\"* ]]" 10 'irqbalance_banned; journalctl -b -u iotuned -n 20 --no-pager'
 	note "bans back in irqbalance pid $new after ${WAITED}s: '$(irqbalance_banned)'"
-	journalctl -b -u iotuned --no-pager | grep -q "irqbalance restarted (pid $old -> $new)" ||
+	journalctl -b -u iotuned --no-pager | grep_q "irqbalance restarted (pid $old -> $new)" ||
 		fail "no journal entry about the irqbalance restart"
 }
 
@@ -283,7 +283,7 @@ rules:
 YAML
 	assert_ok systemctl start iotuned.service
 	wait_for "! has_ban $admin && ! has_ban $ahci" 20 'irqbalance_banned; journalctl -b -u iotuned -n 20 --no-pager'
-	wait_for "journalctl -b -u iotuned -o cat | grep -q 'withdrew [0-9]* leftover irqbalance ban'" 10 'journalctl -b -u iotuned -n 20 --no-pager'
+	wait_for "journalctl -b -u iotuned -o cat | grep_q 'withdrew [0-9]* leftover irqbalance ban'" 10 'journalctl -b -u iotuned -n 20 --no-pager'
 	line=$(journalctl -b -u iotuned -o cat | grep 'withdrew [0-9]* leftover irqbalance ban' | tail -n 1)
 	note "journal: $line"
 	[[ " $line " == *" $admin "* && " $line " == *" $ahci "* ]] || fail "the line does not name IRQs $admin and $ahci"

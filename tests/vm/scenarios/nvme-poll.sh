@@ -56,7 +56,7 @@ check_daemon_rebinds_for_more() {
 	use_poll 2
 	assert_ok systemctl reload iotuned.service
 	wait_for "grep -qx 'options nvme poll_queues=2' '$DROPIN'" 15 "journalctl -b -u iotuned -n 30 --no-pager"
-	wait_for "iotunectl status | grep -Eq '^  $ctrl .*queues 2 default, 0 read, 2 poll'" 30 \
+	wait_for "iotunectl status | grep_q -E '^  $ctrl .*queues 2 default, 0 read, 2 poll'" 30 \
 		"iotunectl status; journalctl -b -u iotuned -n 30 --no-pager"
 	note "status shows 2 poll queues on $ctrl after ${WAITED}s"
 	assert_match "controller $ctrl was unbound and bound again for new queue counts" \

@@ -116,7 +116,7 @@ print(k["chosen"], "; ".join(cands))' "$k" "$base")
 	done
 	# The daemon (reassert every 1 s) left the disk alone while tune held it.
 	assert_eq "$drifts0" "$(drift_events "$d")" "drift events for $d during the runs"
-	ijournal DEVICE="$d" MESSAGE_ID=1eefff6cf7dd4a7b8e86e08aba44bcdc -o cat | grep -q "$d: held by iotunectl tune" ||
+	ijournal DEVICE="$d" MESSAGE_ID=1eefff6cf7dd4a7b8e86e08aba44bcdc -o cat | grep_q "$d: held by iotunectl tune" ||
 		fail "the daemon did not log the hold of $d (DEVICE=, MESSAGE_ID=)"
 	note "ok: $RUNS/$RUNS picked $k $want on $d; every value back after each run; no drift logged meanwhile"
 }
@@ -168,7 +168,7 @@ check_write_then_reload_applies_the_rule() {
 	assert_sched "$nv" mq-deadline
 	assert_ok systemctl reload iotuned.service
 	wait_for "[[ \$(sched_of $nv) == none ]]" 10 'ijournal -n 20'
-	iotunectl explain "$nv" | grep -q 'measured-nv0' || fail "explain does not name the measured rule"
+	iotunectl explain "$nv" | grep_q 'measured-nv0' || fail "explain does not name the measured rule"
 	note "ok: the drop-in matches serial nv0; after the reload $nv runs scheduler none"
 	rm -f "$DROPIN_DIR/60-measured-nv0.yaml"
 	assert_ok systemctl reload iotuned.service

@@ -14,7 +14,9 @@
  * read through here. */
 #define ATTR_MAX 65536
 
-int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len) {
+/* short_is_end: a read(2) that returns less than it was asked for has returned
+ * the rest of the file (read_attr()), so the read that would return 0 is not made. */
+static int read_fd_full_internal(int fd, size_t max, bool short_is_end, char **ret, size_t *ret_len) {
         /* Most reads are a sysfs value of a few bytes, and many are kept (a
          * setting's observed value, a disk's diskseq): they are read on the stack
          * and copied out at their size, so that each does not hold a page-sized
@@ -66,6 +68,8 @@ int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len) {
                 len += n;
                 if (len > max)
                         return -EFBIG;
+                if (short_is_end && (size_t) n < room)
+                        break;
         }
         if (!buf) {
                 buf = malloc(len + 1);
@@ -79,15 +83,19 @@ int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len) {
         return 0;
 }
 
+int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len) {
+        return read_fd_full_internal(fd, max, false, ret, ret_len);
+}
+
 /* read_fd_full() without the trailing newlines and NULs. */
-static int read_fd_bounded(int fd, size_t max, char **ret) {
+static int read_fd_bounded(int fd, size_t max, bool short_is_end, char **ret) {
         char *buf;
         size_t len;
         int r;
 
         assert(ret);
 
-        r = read_fd_full(fd, max, &buf, &len);
+        r = read_fd_full_internal(fd, max, short_is_end, &buf, &len);
         if (r < 0)
                 return r;
         while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\0'))
@@ -153,7 +161,7 @@ int read_regular_fd(int fd, size_t max, char **ret) {
         r = check_regular_fd(fd, max, false);
         if (r < 0)
                 return r;
-        return read_fd_bounded(fd, max, ret);
+        return read_fd_bounded(fd, max, false, ret);
 }
 
 int read_full_file(const char *path, size_t max, char **ret) {
@@ -165,7 +173,7 @@ int read_full_file(const char *path, size_t max, char **ret) {
         fd = open_regular(path, 0, max, false);
         if (fd < 0)
                 return fd;
-        return read_fd_bounded(fd, max, ret);
+        return read_fd_bounded(fd, max, false, ret);
 }
 
 int read_regular_file(const char *path, size_t max, char **ret) {
@@ -177,14 +185,24 @@ int read_regular_file(const char *path, size_t max, char **ret) {
         fd = open_regular(path, O_NOFOLLOW, max, true);
         if (fd < 0)
                 return fd;
-        return read_fd_bounded(fd, max, ret);
+        return read_fd_bounded(fd, max, false, ret);
 }
 
+/* A sysfs attribute is made by one show() into one page, a small procfs file
+ * (/proc/irq/N/...) by one single_open() show, and a regular file elsewhere (a
+ * test tree) ends where a read(2) returns less than asked: the first short read
+ * has it all, and the read that would return 0 is saved (a fifth of the system
+ * calls of every sysfs read, on every disk of every drift check). */
 int read_attr(const char *path, char **ret) {
+        _cleanup_close_ int fd = -1;
+
         assert(path);
         assert(ret);
 
-        return read_full_file(path, ATTR_MAX, ret);
+        fd = open_regular(path, 0, ATTR_MAX, false);
+        if (fd < 0)
+                return fd;
+        return read_fd_bounded(fd, ATTR_MAX, true, ret);
 }
 
 int read_attr_at(const char *dir, const char *attr, char **ret) {

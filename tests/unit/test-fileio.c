@@ -88,6 +88,29 @@ TEST(regular_files_and_limits) {
         tmpdir_remove(dir);
 }
 
+/* read_attr() stops at the first short read; a value that fills its first
+ * buffer (4 KiB) and the next ones is read on to the end, whole. */
+TEST(attributes_past_the_first_buffer) {
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *p = path_join(dir, "cpu_list"), *big = malloc(20001);
+        char *text = NULL;
+
+        ASSERT_TRUE(big != NULL);
+        static const size_t sizes[] = { 4095, 4096, 4097, 8192, 20000 };
+        for (size_t k = 0; k < ELEMENTSOF(sizes); k++) {
+                size_t n = sizes[k];
+                for (size_t i = 0; i < n; i++)
+                        big[i] = (char) ('0' + i % 10);
+                big[n] = 0;
+                tmpdir_write(dir, "cpu_list", big);
+                ASSERT_INT_EQ(read_attr(p, &text), 0);
+                ASSERT_INT_EQ((int) strlen(text), (int) n);
+                ASSERT_STREQ(text, big);
+                free(text), text = NULL;
+        }
+        tmpdir_remove(dir);
+}
+
 TEST(descriptor_readers) {
         char *dir = tmpdir_new();
         _cleanup_free_ char *p = path_join(dir, "f"), *fifo = path_join(dir, "fifo");
@@ -128,4 +151,4 @@ TEST(error_text) {
 }
 
 TEST_MAIN(T(fifo_is_refused_without_blocking), T(fifo_with_reader_is_not_written), T(directory_and_device),
-          T(regular_files_and_limits), T(descriptor_readers), T(error_text))
+          T(regular_files_and_limits), T(attributes_past_the_first_buffer), T(descriptor_readers), T(error_text))

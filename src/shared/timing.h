@@ -41,7 +41,9 @@ typedef struct TimingSpan {
 const char *timing_phase_name(TimingPhase p);
 
 /* Open the span (closing any open one first, unlogged). `start_usec` is when the
- * trigger began on CLOCK_MONOTONIC (0: now): a start begins at main(). */
+ * trigger began on CLOCK_MONOTONIC (0: now): a start begins at main(). Only when
+ * timing_log_level is logged (iotuned -v or --timing): otherwise nothing is
+ * measured and the marks cost one branch. */
 void timing_begin(uint64_t start_usec, const char *trigger);
 bool timing_active(void);
 void timing_enter(TimingPhase p);

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "log.h"
 #include "tests.h"
 #include "timing.h"
 #include "util.h"
@@ -15,6 +16,8 @@ static void spin_usec(uint64_t usec) {
 
 TEST(phases_are_exclusive_and_add_up_to_the_wall_time) {
         TimingSpan s;
+
+        log_set_max_level(LOG_DEBUG); /* the line would be logged: the span is measured */
 
         timing_begin(0, "udev batch");
         ASSERT_TRUE(timing_active());
@@ -49,6 +52,8 @@ TEST(phases_are_exclusive_and_add_up_to_the_wall_time) {
 TEST(marks_outside_a_span_do_nothing) {
         TimingSpan s;
 
+        log_set_max_level(LOG_DEBUG); /* the line would be logged: the span is measured */
+
         timing_end(&s); /* none open */
         ASSERT_INT_EQ(s.wall_usec, 0);
         timing_enter(TIMING_WRITE);
@@ -70,6 +75,8 @@ TEST(marks_outside_a_span_do_nothing) {
 TEST(a_start_counts_from_main) {
         TimingSpan s;
         uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+
+        log_set_max_level(LOG_DEBUG); /* the line would be logged: the span is measured */
 
         spin_usec(3000);
         timing_begin(t0, "start");
@@ -97,5 +104,32 @@ TEST(the_line_names_phases_over_50_us) {
         ASSERT_STREQ(timing_phase_name(_TIMING_MAX), "other");
 }
 
+/* The daemon without -v or --timing: nothing is measured (no clock is read at
+ * the marks), and nothing is logged. */
+TEST(a_span_that_would_not_be_logged_is_not_measured) {
+        TimingSpan s;
+
+        log_set_max_level(LOG_INFO);
+        timing_log_level = LOG_DEBUG;
+        timing_begin(0, "drift check");
+        ASSERT_TRUE(!timing_active());
+        {
+                TIMING_SCOPE(TIMING_READ);
+                spin_usec(1000);
+        }
+        timing_count_disk();
+        timing_end(&s);
+        ASSERT_INT_EQ(s.wall_usec, 0);
+        ASSERT_INT_EQ(s.usec[TIMING_READ], 0);
+        ASSERT_INT_EQ(s.disks, 0);
+        /* --timing: logged at info, so measured without -v. */
+        timing_log_level = LOG_INFO;
+        timing_begin(0, "drift check");
+        ASSERT_TRUE(timing_active());
+        timing_end(&s);
+        timing_log_level = LOG_DEBUG;
+}
+
 TEST_MAIN(T(phases_are_exclusive_and_add_up_to_the_wall_time), T(marks_outside_a_span_do_nothing),
-          T(a_start_counts_from_main), T(the_line_names_phases_over_50_us))
+          T(a_start_counts_from_main), T(the_line_names_phases_over_50_us),
+          T(a_span_that_would_not_be_logged_is_not_measured))

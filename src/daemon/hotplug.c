@@ -172,6 +172,38 @@ static bool ctrl_has_plain_disk(const char *syspath) {
         return found;
 }
 
+/* Why there is nothing (more) to wait for below a watched controller or
+ * subsystem, or NULL: it is gone, or it has (every controller of the subsystem
+ * has) a plain disk, a namespace without native multipath, which has no hidden
+ * paths. Without this, every hot-added plain controller's subsystem was polled
+ * for PATH_WATCH_FOR_USEC, ~110 wake-ups for nothing. */
+static const char *path_watch_done(const char *syspath) {
+        const char *name = strrchr(syspath, '/') ? strrchr(syspath, '/') + 1 : syspath;
+        struct dirent *de;
+        size_t ctrls = 0, plain = 0;
+        DIR *d;
+
+        if (access(syspath, F_OK) < 0 && errno == ENOENT)
+                return "it is gone";
+        if (is_ctrl_name(name))
+                return ctrl_has_plain_disk(syspath) ? "its disk is a plain one, no paths" : NULL;
+        d = opendir(syspath);
+        if (!d)
+                return NULL;
+        /* A subsystem links each of its controllers by name. */
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *c = NULL;
+                if (!is_ctrl_name(de->d_name))
+                        continue;
+                ctrls++;
+                c = path_join(syspath, de->d_name);
+                if (c && ctrl_has_plain_disk(c))
+                        plain++;
+        }
+        closedir(d);
+        return ctrls > 0 && plain == ctrls ? "every controller's disks are plain ones, no paths" : NULL;
+}
+
 /* Read the controller state of every planned path again; a path whose controller
  * is no longer live is lost for now (reported at info: the fabric reconnects it,
  * and its "connected" event has it tuned again). True when a state changed. */
@@ -257,7 +289,9 @@ static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
         m->in_batch = true; /* as for udev's events: a path removed meanwhile is not a failure */
         for (size_t i = 0; m->path_watch && m->path_watch[i]; i++) {
                 uint64_t age = now - m->path_watch_since[i];
-                if (age >= PATH_WATCH_FOR_USEC || ctrl_has_plain_disk(m->path_watch[i])) {
+                const char *done = age >= PATH_WATCH_FOR_USEC ? "time is up" : path_watch_done(m->path_watch[i]);
+                if (done) {
+                        log_debug("Path watch of %s ends: %s.", m->path_watch[i], done);
                         free(m->path_watch[i]);
                         continue;
                 }

@@ -437,6 +437,20 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("nvme1c1n1", [d["device"] for d in self.status()["devices"]])
         self.stop()
 
+    def test_path_watch_of_a_plain_subsystem_ends_at_once(self):
+        # A hot-added controller's subsystem announces itself too; when every
+        # controller of it has a plain disk (no native multipath), there are no hidden
+        # paths to wait for: the watch (every 50 ms, then every second, for 15 s)
+        # ends at its next look instead of waking the daemon ~110 times for nothing.
+        self.bed.nvme(0)
+        self.start("-v")
+        root = self.bed.tb.get_root_dir()
+        sub = self.bed.add("nvme-subsystem", "nvme-subsys0", None, {"subsysnqn": "nqn.2019-08.org.qemu:SER0"}, {})
+        os.symlink(os.path.relpath(root + self.bed.paths["nvme0"], root + sub), root + sub + "/nvme0")
+        wait_for(lambda: f"Path watch of {sub} ends: every controller's disks are plain ones, no paths."
+                 in self.daemon_log(), timeout=5, what="the subsystem's path watch ended")
+        self.stop()
+
     def test_path_not_live_is_not_written(self):
         # Writing a queue knob of a path whose controller is reconnecting would freeze
         # the queue behind the I/O the fabric holds (up to ctrl_loss_tmo): the drift

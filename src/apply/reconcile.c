@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -506,6 +508,24 @@ static void mark_resets(const Knob *reset_by[static _KNOB_MAX], const Knob *k) {
                         reset_by[j] = k;
 }
 
+/* Several disks are reconciled at once (reconcile_devices()): their queue rows,
+ * each below its own disk, in parallel. Every other row is shared with other
+ * disks in some way (the module drop-in, a controller, a PCIe link, /proc/irq)
+ * and is reconciled by one disk at a time. */
+static pthread_mutex_t shared_rows_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void shared_rows_unlockp(pthread_mutex_t **m) {
+        if (*m)
+                (void) pthread_mutex_unlock(*m);
+}
+
+static pthread_mutex_t *shared_rows_lock_for(const Knob *k) {
+        if (k->scope == KNOB_SCOPE_QUEUE)
+                return NULL;
+        (void) pthread_mutex_lock(&shared_rows_lock);
+        return &shared_rows_lock;
+}
+
 int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
         const Device *d;
         const Knob *basis = knob_resolve_basis();
@@ -542,6 +562,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
 
                 if (o->scopes && !(o->scopes & (1u << k->scope)))
                         continue;
+                _cleanup_(shared_rows_unlockp) pthread_mutex_t *shared = shared_rows_lock_for(k);
                 free(s->observed);
                 free(s->effective);
                 free(s->previous);
@@ -729,17 +750,97 @@ static bool controller_rebound_before(const Plan *p, size_t upto) {
         return false;
 }
 
+typedef struct Batch {
+        DevicePlan *const *plans;
+        size_t n;
+        const ReconcileOptions *o;
+        int *results;
+        atomic_size_t next;
+} Batch;
+
+static void *batch_worker(void *userdata) {
+        Batch *b = userdata;
+
+        for (size_t i; (i = atomic_fetch_add(&b->next, 1)) < b->n;)
+                b->results[i] = reconcile_device(b->plans[i], b->o);
+        return NULL;
+}
+
+static bool may_run_together(DevicePlan *const *plans, size_t n, const ReconcileOptions *o) {
+        if (n < 2 || o->mode != RECONCILE_APPLY)
+                return false; /* reads alone are cheap: no threads for them */
+        /* A rebind takes a controller's disks away from under the others: in turn. */
+        for (size_t i = 0; o->allow_rebind && i < n; i++)
+                if (plans[i]->nvme_rebind)
+                        return false;
+        return true;
+}
+
+int reconcile_devices(DevicePlan *const *plans, size_t n, const ReconcileOptions *o, int *results) {
+        pthread_t threads[RECONCILE_THREADS_MAX];
+        ReconcileOptions locked;
+        size_t started = 0;
+        int lock = -1, r;
+
+        assert(plans || n == 0);
+        assert(o);
+        assert(results);
+
+        Batch b = { .plans = plans, .n = n, .o = o, .results = results };
+        if (!may_run_together(plans, n, o)) {
+                batch_worker(&b);
+                return 0;
+        }
+        /* The originals lock is taken once for all of them (an flock is per open
+         * file: threads taking it each would wait for one another). When it cannot
+         * be taken, each disk tries and says why, in turn. */
+        if (o->originals_dir && !o->originals_locked) {
+                r = originals_lock(o->originals_dir, &lock);
+                if (r < 0) {
+                        batch_worker(&b);
+                        return 0;
+                }
+                locked = *o;
+                locked.originals_locked = true;
+                b.o = &locked;
+        }
+        /* The calling thread works too; a thread that cannot be started leaves its
+         * share to the others. */
+        for (size_t want = MIN(n, (size_t) RECONCILE_THREADS_MAX) - 1; started < want; started++)
+                if (pthread_create(&threads[started], NULL, batch_worker, &b) != 0)
+                        break;
+        batch_worker(&b);
+        for (size_t i = 0; i < started; i++)
+                (void) pthread_join(threads[i], NULL);
+        if (lock >= 0)
+                (void) close(lock);
+        return 0;
+}
+
 int reconcile_plan(Plan *p, const ReconcileOptions *o) {
+        _cleanup_free_ int *results = NULL;
+
         assert(p);
         assert(o);
 
+        /* Without a rebind, every disk at once (a scheduler switch freezes its queue
+         * and waits for RCU grace periods: tens of ms each, which overlap). */
+        if (p->n > 1 && may_run_together(p->devices, p->n, o)) {
+                results = calloc(p->n, sizeof(int));
+                if (!results)
+                        return -ENOMEM;
+                (void) reconcile_devices(p->devices, p->n, o, results);
+        }
         for (size_t i = 0; i < p->n; i++) {
                 int r;
-                if (controller_rebound_before(p, i))
+                if (results)
+                        r = results[i];
+                else if (controller_rebound_before(p, i))
                         /* Its controller was rebound just now: this disk is gone and back as
                          * a new device; whoever planned it plans it again. */
                         continue;
-                r = reconcile_device(p->devices[i], o);
+                else
+                        r = reconcile_device(p->devices[i], o);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0 && !p->devices[i]->error &&

@@ -45,3 +45,15 @@ typedef struct ReconcileOptions {
  * recordable: no write happens without a record). */
 int reconcile_device(DevicePlan *p, const ReconcileOptions *o);
 int reconcile_plan(Plan *p, const ReconcileOptions *o);
+
+/* The most threads reconcile_devices() runs (the caller's among them). */
+#define RECONCILE_THREADS_MAX 16
+
+/* reconcile_device() on each of `plans`, results[i] its return value. In APPLY
+ * mode and without a rebind, the disks are reconciled at once, in up to
+ * RECONCILE_THREADS_MAX threads, under one originals lock: a scheduler switch
+ * freezes its queue and waits out RCU grace periods, tens of milliseconds each
+ * that the disks' switches now share. Their queue rows run in parallel; the rows
+ * disks share (module drop-in, controller, PCIe link, vectors) one disk at a
+ * time. Otherwise one after the other. Returns 0. */
+int reconcile_devices(DevicePlan *const *plans, size_t n, const ReconcileOptions *o, int *results);

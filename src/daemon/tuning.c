@@ -292,36 +292,54 @@ static void set_unrecorded(Manager *m, DevicePlan *p, int r) {
                 (void) strv_extend(&m->unrecorded, p->device->name);
 }
 
-/* Plan and apply one disk from scratch (start, hotplug, reload) and keep its plan.
- * A re-plan of a known disk (udev "change") also restores knobs the new plan no
- * longer sets, exactly as a reload does. 1 when the disk's controller was
- * rebound (its disks come back as udev "add" events), 0, or -errno. */
-int manager_tune_device(Manager *m, Device *d) {
-        int targets[_KNOB_MAX];
-        DevicePlan *p = NULL, *prev, **n;
-        bool same = false;
+/* One disk on its way through manager_tune_devices(): planned, reconciled (alone
+ * or with the others), then reported and kept. */
+typedef struct TuneJob {
+        DevicePlan *p;  /* NULL: nothing (more) to do with it */
+        DevicePlan *prev;
         ssize_t idx;
+        bool same;
+        int targets[_KNOB_MAX];
+        int r;          /* its reconcile's */
+} TuneJob;
+
+/* Plan `d` (taken) beside `view`, the kept plans and those planned before it in
+ * this batch. j->p stays NULL for a disk `iotunectl tune` holds. */
+static int tune_prepare(Manager *m, Device *d, const Plan *view, TuneJob *j) {
+        DevicePlan *p = NULL;
         int r;
 
         assert(m);
         assert(d);
+        assert(view);
+        assert(j);
 
+        *j = (TuneJob) { .idx = -1 };
         if (manager_disk_held(m, d->name)) {
                 device_free(d);
                 return 0;
         }
-        r = tuner_plan_device(&m->tuner, m->config, d, &m->plan, &p, targets);
+        r = tuner_plan_device(&m->tuner, m->config, d, view, &p, j->targets);
         if (r < 0)
                 return r;
-        idx = manager_plan_index(m, p->device->name);
-        prev = idx >= 0 ? m->plan.devices[idx] : replaced_plan(m, p->device->name);
-        same = prev && manager_same_disk(prev->device, p->device);
-        if (same)
-                take_over(prev, p, manager_now(m, CLOCK_MONOTONIC));
-        /* A rebind brings the disks back as new devices, which come through here again:
-         * once per controller and set of counts (the Tuner's rebound list), so one that
-         * comes back short is not rebound forever. */
-        r = tuner_reconcile_device(&m->tuner, p, RECONCILE_APPLY, targets, true);
+        j->idx = manager_plan_index(m, p->device->name);
+        j->prev = j->idx >= 0 ? m->plan.devices[j->idx] : replaced_plan(m, p->device->name);
+        j->same = j->prev && manager_same_disk(j->prev->device, p->device);
+        if (j->same)
+                take_over(j->prev, p, manager_now(m, CLOCK_MONOTONIC));
+        j->p = p;
+        return 0;
+}
+
+/* After its reconcile: report the disk and keep its plan. 1 when its controller
+ * was rebound, 0, or -errno. */
+static int tune_finish(Manager *m, TuneJob *j) {
+        DevicePlan *p = TAKE_PTR(j->p), **n;
+        int r = j->r;
+
+        assert(m);
+        assert(p);
+
         timing_count_disk();
         if (p->rebound) {
                 event_log_tuned(p); /* the rebind's own row: changed, or failed with why */
@@ -343,18 +361,20 @@ int manager_tune_device(Manager *m, Device *d) {
         manager_stamp_changes(m, p);
         for (size_t k = 0; k < p->n_settings; k++) {
                 Setting *s = &p->settings[k];
-                if (same && idx >= 0 && m->udev_action && replan_found_drift(prev, s))
+                if (j->same && j->idx >= 0 && m->udev_action && replan_found_drift(j->prev, s))
                         manager_note_drift(m, p, s, manager_now(m, CLOCK_MONOTONIC),
                                            streq(m->udev_action, "add") ? DRIFT_SEEN_UDEV_ADD
                                                                         : DRIFT_SEEN_UDEV_CHANGE);
-                else if (same && idx >= 0 && prev->early_usec)
-                        carry_early_change(prev, s);
+                else if (j->same && j->idx >= 0 && j->prev->early_usec)
+                        carry_early_change(j->prev, s);
                 s->rt.last_reported = s->state;
                 s->hold = false;
         }
         manager_pending_drop(m, p->device->name);
         manager_report_tuned(m, p);
 
+        /* Its index again: an earlier disk of the batch may have been kept since. */
+        ssize_t idx = manager_plan_index(m, p->device->name);
         if (idx >= 0) {
                 manager_restore_dropped_knobs(m, m->plan.devices[idx], p);
                 device_plan_free(m->plan.devices[idx]);
@@ -369,6 +389,127 @@ int manager_tune_device(Manager *m, Device *d) {
         m->plan.devices = n;
         m->plan.devices[m->plan.n++] = p;
         return 0;
+}
+
+static void tune_jobs_done(TuneJob *jobs, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                device_plan_free(jobs[i].p);
+        free(jobs);
+}
+
+/* Plan and apply disks from scratch (start, reload, hotplug; `devices` taken,
+ * entries may be NULL) and keep their plans. A re-plan of a known disk (udev
+ * "change") also restores knobs the new plan no longer sets, exactly as a reload
+ * does. The disks are planned one after the other, each beside the ones before
+ * it, then reconciled at once where they can be (reconcile_devices(): their
+ * scheduler switches, tens of ms of the kernel's each, overlap), then reported
+ * in order. A profile that may rebind a controller has them reconciled in turn,
+ * and a rebound controller's other disks of the batch are left to the "add"
+ * events that bring them back. A disk that cannot be tuned is logged and the
+ * others go on: 0 or -ENOMEM; for a batch of one, that disk's 1 (rebound), 0 or
+ * -errno, unlogged. */
+static int tune_devices(Manager *m, Device **devices, size_t n_devices) {
+        TuneJob *jobs = NULL;
+        DevicePlan **plans = NULL, **view = NULL;
+        _cleanup_strv_free_ char **rebound = NULL;
+        size_t n = 0;
+        bool together = true;
+        int r = 0;
+
+        assert(m);
+        assert(devices || n_devices == 0);
+
+        jobs = calloc(n_devices ?: 1, sizeof(TuneJob));
+        plans = calloc(n_devices ?: 1, sizeof(DevicePlan *));
+        view = calloc(m->plan.n + n_devices + 1, sizeof(DevicePlan *));
+        if (!jobs || !plans || !view) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if (m->plan.n)
+                memcpy(view, m->plan.devices, m->plan.n * sizeof(DevicePlan *));
+        for (size_t i = 0; i < n_devices; i++) {
+                Device *d = TAKE_PTR(devices[i]);
+                if (!d)
+                        continue;
+                Plan current = { .devices = view, .n = m->plan.n + n };
+                _cleanup_free_ char *name = strdup(d->name);
+                r = tune_prepare(m, d, &current, &jobs[n]);
+                manager_keepalive(m);
+                if (r == -ENOMEM || (r < 0 && n_devices == 1))
+                        goto out;
+                if (r < 0) {
+                        log_error_errno(r, "Cannot tune %s: %m", name ?: "?");
+                        r = 0;
+                        continue;
+                }
+                if (!jobs[n].p)
+                        continue; /* held */
+                together = together && !jobs[n].p->nvme_rebind;
+                view[m->plan.n + n] = jobs[n].p;
+                plans[n] = jobs[n].p;
+                n++;
+        }
+        if (together && n > 1) {
+                /* What every disk of the batch wants together: the last one's. */
+                _cleanup_free_ int *results = calloc(n, sizeof(int));
+                if (!results) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                r = tuner_reconcile_devices(&m->tuner, plans, n, RECONCILE_APPLY, jobs[n - 1].targets, true, results);
+                if (r < 0)
+                        goto out;
+                for (size_t i = 0; i < n; i++)
+                        jobs[i].r = results[i];
+        }
+        for (size_t i = 0; i < n; i++) {
+                DevicePlan *p = jobs[i].p;
+                const NvmeCtrl *c = p->device->nvme;
+                if (c && c->address && strv_contains(rebound, c->address)) {
+                        /* Its controller was rebound by a disk before it: gone, and back
+                         * through an "add" event. */
+                        jobs[i].p = device_plan_free(p);
+                        continue;
+                }
+                if (!together || n == 1)
+                        /* A rebind brings the disks back as new devices, which come through here
+                         * again: once per controller and set of counts (the Tuner's rebound
+                         * list), so one that comes back short is not rebound forever. */
+                        jobs[i].r = tuner_reconcile_device(&m->tuner, p, RECONCILE_APPLY, jobs[i].targets, true);
+                _cleanup_free_ char *name = strdup(p->device->name), *address = c ? strdup_or_null(c->address) : NULL;
+                r = tune_finish(m, &jobs[i]);
+                manager_keepalive(m);
+                if (r == -ENOMEM || (r < 0 && n == 1 && n_devices == 1))
+                        goto out;
+                if (r < 0) {
+                        log_error_errno(r, "Cannot tune %s: %m", name ?: "?");
+                        r = 0;
+                } else if (r > 0) {
+                        if (address && strv_extend(&rebound, address) < 0) {
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                        r = n == 1 ? 1 : 0;
+                }
+        }
+out:
+        for (size_t i = 0; i < n_devices; i++) /* those not reached */
+                devices[i] = device_free(devices[i]);
+        tune_jobs_done(jobs, jobs ? n_devices : 0);
+        free(plans);
+        free(view);
+        return r;
+}
+
+/* Plan and apply one disk from scratch (start, hotplug, reload) and keep its plan.
+ * 1 when the disk's controller was rebound (its disks come back as udev "add"
+ * events), 0, or -errno. */
+int manager_tune_device(Manager *m, Device *d) {
+        assert(m);
+        assert(d);
+
+        return tune_devices(m, &d, 1);
 }
 
 bool manager_disk_held(Manager *m, const char *name) {
@@ -484,28 +625,10 @@ int manager_tune_all(Manager *m) {
         r = tuner_enumerate(&m->tuner, m->config, &l);
         if (r < 0)
                 return log_error_errno(r, "Cannot enumerate block devices: %m");
-        for (size_t i = 0; i < l.n; i++) {
-                Device *d = TAKE_PTR(l.items[i]);
-                _cleanup_free_ char *rebound = NULL;
-                if (d->nvme && d->nvme->address && (rebound = strdup(d->nvme->address)) == NULL) {
-                        device_free(d);
-                        device_list_done(&l);
-                        return log_oom();
-                }
-                r = manager_tune_device(m, d);
-                manager_keepalive(m);
-                if (r < 0) {
-                        device_list_done(&l);
-                        return log_error_errno(r, "Cannot tune devices: %m");
-                }
-                if (r > 0)
-                        /* A rebind: the controller's other disks in this list are gone; udev
-                         * brings them back as "add" events, tuned from those. */
-                        for (size_t j = i + 1; j < l.n; j++)
-                                if (l.items[j] && l.items[j]->nvme && streq_ptr(l.items[j]->nvme->address, rebound))
-                                        l.items[j] = device_free(l.items[j]);
-        }
+        r = tune_devices(m, l.items, l.n);
         device_list_done(&l);
+        if (r < 0)
+                return log_error_errno(r, "Cannot tune devices: %m");
         return 0;
 }
 

@@ -37,7 +37,10 @@ static const char *const phase_names[_TIMING_MAX + 1] = {
         [TIMING_OTHER] = "other",
 };
 
-static struct {
+/* Per thread: the threads reconcile_devices() starts have no span of their own,
+ * so their marks do nothing; the thread that waits for them charges the wait to
+ * its phase, and the span's CPU time is the process's, theirs included. */
+static _Thread_local struct {
         bool active;
         TimingSpan span;
         unsigned current; /* the phase being timed, TIMING_OTHER outside any */
@@ -53,7 +56,7 @@ const char *timing_phase_name(TimingPhase p) {
 static uint64_t cpu_usec(void) {
         struct timespec ts;
 
-        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+        if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
                 return 0;
         return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
 }

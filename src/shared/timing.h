@@ -6,8 +6,8 @@
  * the code it calls marks its phases with timing_enter()/timing_leave(). The
  * accounting is exclusive: a phase entered inside another pauses the outer one,
  * so the phases add up to the span's wall time, the rest being "other". Outside
- * a span the marks cost one branch. One span at a time (the daemon has one
- * thread). */
+ * a span the marks cost one branch. One span at a time, on the thread that
+ * opened it; marks on other threads (reconcile_devices()'s) do nothing. */
 
 #include <stdbool.h>
 #include <stdint.h>

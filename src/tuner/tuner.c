@@ -342,6 +342,22 @@ int tuner_reconcile_device(Tuner *t, DevicePlan *p, ReconcileMode mode, const in
         return r;
 }
 
+int tuner_reconcile_devices(Tuner *t, DevicePlan *const *plans, size_t n, ReconcileMode mode, const int *targets,
+                            bool allow_rebind, int *results) {
+        ReconcileOptions o;
+
+        assert(t);
+        assert(plans || n == 0);
+        assert(results);
+
+        o = tuner_options(t, mode, targets, allow_rebind);
+        (void) reconcile_devices(plans, n, &o, results);
+        for (size_t i = 0; i < n; i++)
+                if (note_rebound(t, plans[i]) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
 void tuner_forget_controller(Plan *p, const char *address) {
         assert(p);
 

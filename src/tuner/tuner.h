@@ -106,6 +106,11 @@ ReconcileOptions tuner_options(const Tuner *t, ReconcileMode mode, const int *ta
 /* reconcile_device() with those options; a controller rebound by it is added to
  * the Tuner's rebound list. */
 int tuner_reconcile_device(Tuner *t, DevicePlan *p, ReconcileMode mode, const int *targets, bool allow_rebind);
+/* The same for several disks (reconcile_devices(): at once where they can be);
+ * results[i] is what tuner_reconcile_device() would have returned for plans[i].
+ * 0, or -ENOMEM. */
+int tuner_reconcile_devices(Tuner *t, DevicePlan *const *plans, size_t n, ReconcileMode mode, const int *targets,
+                            bool allow_rebind, int *results);
 
 /* Drop from `p` every plan of the controller at PCI `address` (its disks are
  * gone and come back as new devices once it is rebound). */

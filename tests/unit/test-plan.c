@@ -2,6 +2,8 @@
 /* Matching and planning on synthetic devices: which rule wins, what each
  * device's settings are, and what a bio-based disk may not be given. */
 #include "config.h"
+#include "fileio.h"
+#include "originals.h"
 #include "plan.h"
 #include "reconcile.h"
 #include "tests.h"
@@ -219,5 +221,72 @@ TEST(reconcile_reads_row_behaviour) {
         tmpdir_remove(tree);
 }
 
+/* reconcile_devices() in APPLY mode: more disks than threads, at once, each
+ * with its own values written and its own originals recorded (under the one lock
+ * the batch holds), each result in its place; a disk whose queue is not there
+ * fails alone. */
+TEST(reconcile_devices_applies_each_disk) {
+        enum { N = RECONCILE_THREADS_MAX + 7 };
+        char *tree = tmpdir_new(), *run = tmpdir_new();
+        _cleanup_free_ char *originals = path_join(run, "originals");
+        DevicePlan *plans[N] = {};
+        int results[N];
+        char *values[_KNOB_MAX] = {};
+
+        values[KNOB_SCHEDULER] = (char *) "mq-deadline";
+        values[KNOB_NR_REQUESTS] = (char *) "64";
+        values[KNOB_READ_AHEAD_KB] = (char *) "512";
+        values[KNOB_RQ_AFFINITY] = (char *) "2";
+        for (int i = 0; i < N; i++) {
+                char name[32], attr[64];
+                snprintf(name, sizeof(name), "nullb%d", i);
+                if (i != 5) { /* nullb5: no queue directory */
+                        snprintf(attr, sizeof(attr), "%s/queue/scheduler", name);
+                        tmpdir_write(tree, attr, "[none] mq-deadline\n");
+                        snprintf(attr, sizeof(attr), "%s/queue/nr_requests", name);
+                        tmpdir_write(tree, attr, "256\n");
+                        snprintf(attr, sizeof(attr), "%s/queue/read_ahead_kb", name);
+                        tmpdir_write(tree, attr, i % 2 ? "128\n" : "512\n");
+                        snprintf(attr, sizeof(attr), "%s/queue/rq_affinity", name);
+                        tmpdir_write(tree, attr, "1\n");
+                }
+                Device *d = dev(name, "virtual", false, true);
+                free(d->syspath);
+                d->syspath = path_join(tree, name);
+                d->nr_tags = 256;
+                ASSERT_INT_EQ(plan_device_from_values(d, "test", values, NULL, "", &plans[i]), 0);
+                results[i] = -1;
+        }
+
+        ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = originals };
+        ASSERT_INT_EQ(reconcile_devices(plans, N, &o, results), 0);
+        for (int i = 0; i < N; i++) {
+                _cleanup_free_ char *q = path_join(plans[i]->device->syspath, "queue/read_ahead_kb"), *v = NULL;
+                char *orig[_KNOB_MAX] = {};
+                ASSERT_INT_EQ(results[i], 0);
+                if (i == 5) {
+                        ASSERT_INT_EQ(setting(plans[i], KNOB_SCHEDULER)->state, STATE_UNSUPPORTED);
+                        continue;
+                }
+                ASSERT_INT_EQ(setting(plans[i], KNOB_SCHEDULER)->state, STATE_CHANGED);
+                ASSERT_INT_EQ(setting(plans[i], KNOB_NR_REQUESTS)->state, STATE_CHANGED);
+                ASSERT_INT_EQ(setting(plans[i], KNOB_READ_AHEAD_KB)->state, i % 2 ? STATE_CHANGED : STATE_OK);
+                ASSERT_INT_EQ(read_attr(q, &v), 0);
+                ASSERT_STREQ(v, "512");
+                /* Its own originals, from before its own writes. */
+                ASSERT_INT_EQ(originals_load(originals, plans[i]->device, orig, NULL), 0);
+                ASSERT_STREQ(orig[KNOB_READ_AHEAD_KB], i % 2 ? "128" : "512");
+                ASSERT_STREQ(orig[KNOB_NR_REQUESTS], "256");
+                ASSERT_STREQ(orig[KNOB_SCHEDULER], "none");
+                for (size_t k = 0; k < _KNOB_MAX; k++)
+                        free(orig[k]);
+        }
+        for (int i = 0; i < N; i++)
+                device_plan_free(plans[i]);
+        tmpdir_remove(tree);
+        tmpdir_remove(run);
+}
+
 TEST_MAIN(T(shipped_rules), T(first_match_wins_and_exclude), T(multipath_path_matches_head_name),
-          T(udev_property_pins_profile), T(udev_match_and_rule_overrides), T(reconcile_reads_row_behaviour))
+          T(udev_property_pins_profile), T(udev_match_and_rule_overrides), T(reconcile_reads_row_behaviour),
+          T(reconcile_devices_applies_each_disk))

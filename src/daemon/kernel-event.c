@@ -52,47 +52,50 @@ bool manager_early_allowed(const Manager *m, const Device *d) {
         return true;
 }
 
-/* Write the queue rows of the disk at `syspath`; `locked`: the caller holds the
- * originals lock. */
-static void tune_early(Manager *m, const char *syspath, bool locked) {
+/* Plan the queue rows of the disk at `syspath` beside `view` (the kept plans and
+ * those of this chunk before it); NULL when it waits for udev's event. */
+static DevicePlan *plan_early(Manager *m, const char *syspath, const Plan *view) {
         DiscoveryFilter f = tuner_discovery_filter(m->config);
         const char *name = strrchr(syspath, '/') + 1;
         int targets[_KNOB_MAX];
-        DevicePlan *p = NULL, **n;
-        ReconcileOptions o;
-        unsigned changed = 0;
+        DevicePlan *p = NULL;
         Device *d = NULL;
         int r;
 
         if (!device_name_wanted(name, &f) || device_name_is_nvme_path(name))
-                return;
-        if (manager_plan_index(m, name) >= 0)
-                return; /* planned: the same disk (start raced it), or another whose remove is on its way */
+                return NULL;
+        for (size_t i = 0; i < view->n; i++)
+                if (streq(view->devices[i]->device->name, name))
+                        /* Planned: the same disk (start raced it, or twice in this chunk), or
+                         * another whose remove is on its way. */
+                        return NULL;
         if (manager_disk_held(m, name))
-                return;
+                return NULL;
         r = tuner_probe_quick(&m->tuner, syspath, &d);
         if (r < 0) {
                 if (r != -ENODEV)
                         log_debug_errno(r, "%s: cannot probe it at the kernel's event: %m", name);
-                return;
+                return NULL;
         }
         if (!d->has_mq || d->multipath_head || !manager_early_allowed(m, d)) {
                 device_free(d);
-                return;
+                return NULL;
         }
-        r = tuner_plan_device(&m->tuner, m->config, d, &m->plan, &p, targets);
+        r = tuner_plan_device(&m->tuner, m->config, d, view, &p, targets);
         if (r < 0) {
                 log_debug_errno(r, "%s: cannot plan it at the kernel's event: %m", name);
-                return;
+                return NULL;
         }
-        if (p->excluded || p->error) {
-                device_plan_free(p); /* said at udev's event */
-                return;
-        }
-        o = tuner_options(&m->tuner, RECONCILE_APPLY, targets, false);
-        o.scopes = 1u << KNOB_SCOPE_QUEUE;
-        o.originals_locked = locked;
-        r = reconcile_device(p, &o);
+        if (p->excluded || p->error)
+                return device_plan_free(p); /* said at udev's event */
+        return p;
+}
+
+/* After its queue rows were reconciled (`r`): keep the plan until udev's event. */
+static void keep_early(Manager *m, DevicePlan *p, int r) {
+        DevicePlan **n;
+        unsigned changed = 0;
+
         timing_count_disk();
         if (r < 0) {
                 /* Originals not recordable: nothing was written; udev's event says why. */
@@ -103,8 +106,8 @@ static void tune_early(Manager *m, const char *syspath, bool locked) {
         manager_stamp_changes(m, p);
         for (size_t k = 0; k < p->n_settings; k++)
                 changed += p->settings[k].state == STATE_CHANGED;
-        log_debug("%s: %u queue setting%s written at the kernel's add event; the rest at udev's.", name, changed,
-                  changed == 1 ? "" : "s");
+        log_debug("%s: %u queue setting%s written at the kernel's add event; the rest at udev's.", p->device->name,
+                  changed, changed == 1 ? "" : "s");
         n = realloc(m->plan.devices, (m->plan.n + 1) * sizeof(DevicePlan *));
         if (!n) {
                 log_oom();
@@ -247,10 +250,35 @@ static int on_kernel_batch(sd_event_source *s, void *userdata) {
         timing_enter(TIMING_RECORD);
         bool locked = originals_lock(m->tuner.originals_dir, &lock) >= 0;
         timing_leave();
+        /* Planned one after the other, each beside the ones before it; their queue
+         * rows written together (reconcile_devices()). */
+        _cleanup_free_ DevicePlan **view = calloc(m->plan.n + k + 1, sizeof(DevicePlan *));
+        DevicePlan *chunk[KERNEL_CHUNK];
+        int results[KERNEL_CHUNK], targets[_KNOB_MAX];
+        size_t c = 0;
+        if (!view)
+                log_oom(); /* udev's events tune them */
+        else if (m->plan.n)
+                memcpy(view, m->plan.devices, m->plan.n * sizeof(DevicePlan *));
         for (size_t i = 0; i < k; i++) {
-                tune_early(m, m->kernel_pending[i], locked);
+                Plan current = { .devices = view, .n = m->plan.n + c };
+                DevicePlan *p = view ? plan_early(m, m->kernel_pending[i], &current) : NULL;
                 free(m->kernel_pending[i]);
                 manager_keepalive(m);
+                if (p) {
+                        view[m->plan.n + c] = p;
+                        chunk[c++] = p;
+                }
+        }
+        if (c > 0) {
+                ReconcileOptions o;
+                plan_module_targets(view, m->plan.n + c, targets); /* queue rows use none; for completeness */
+                o = tuner_options(&m->tuner, RECONCILE_APPLY, targets, false);
+                o.scopes = 1u << KNOB_SCOPE_QUEUE;
+                o.originals_locked = locked;
+                (void) reconcile_devices(chunk, c, &o, results);
+                for (size_t i = 0; i < c; i++)
+                        keep_early(m, chunk[i], results[i]);
         }
         memmove(m->kernel_pending, m->kernel_pending + k, (n - k + 1) * sizeof(char *)); /* with the NULL */
         m->kernel_handled += k;

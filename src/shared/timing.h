@@ -68,4 +68,4 @@ static inline void timing_leavep(int *unused) {
         timing_leave();
 }
 /* Time the rest of the enclosing block as phase `p`. */
-#define TIMING_SCOPE(p) __attribute__((cleanup(timing_leavep))) int _timing_scope_ = (timing_enter(p), 0)
+#define TIMING_SCOPE(p) __attribute__((cleanup(timing_leavep), unused)) int _timing_scope_ = (timing_enter(p), 0)

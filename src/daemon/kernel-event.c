@@ -52,23 +52,21 @@ bool manager_early_allowed(const Manager *m, const Device *d) {
         return true;
 }
 
-/* Plan the queue rows of the disk at `syspath` beside `view` (the kept plans and
- * those of this chunk before it); NULL when it waits for udev's event. */
-static DevicePlan *plan_early(Manager *m, const char *syspath, const Plan *view) {
+/* Plan the queue rows of the disk at `syspath` beside the kept plans; NULL when
+ * it waits for udev's event. */
+static DevicePlan *plan_early(Manager *m, const char *syspath, int targets[_KNOB_MAX]) {
         DiscoveryFilter f = tuner_discovery_filter(m->config);
         const char *name = strrchr(syspath, '/') + 1;
-        int targets[_KNOB_MAX];
         DevicePlan *p = NULL;
         Device *d = NULL;
         int r;
 
         if (!device_name_wanted(name, &f) || device_name_is_nvme_path(name))
                 return NULL;
-        for (size_t i = 0; i < view->n; i++)
-                if (streq(view->devices[i]->device->name, name))
-                        /* Planned: the same disk (start raced it, or twice in this chunk), or
-                         * another whose remove is on its way. */
-                        return NULL;
+        if (manager_plan_index(m, name) >= 0)
+                /* Planned: the same disk (start raced it, or twice in this chunk), or
+                 * another whose remove is on its way. */
+                return NULL;
         if (manager_disk_held(m, name))
                 return NULL;
         r = tuner_probe_quick(&m->tuner, syspath, &d);
@@ -81,7 +79,7 @@ static DevicePlan *plan_early(Manager *m, const char *syspath, const Plan *view)
                 device_free(d);
                 return NULL;
         }
-        r = tuner_plan_device(&m->tuner, m->config, d, view, &p, targets);
+        r = tuner_plan_device(&m->tuner, m->config, d, &m->plan, &p, targets);
         if (r < 0) {
                 log_debug_errno(r, "%s: cannot plan it at the kernel's event: %m", name);
                 return NULL;
@@ -250,42 +248,23 @@ static int on_kernel_batch(sd_event_source *s, void *userdata) {
         timing_enter(TIMING_RECORD);
         bool locked = originals_lock(m->tuner.originals_dir, &lock) >= 0;
         timing_leave();
-        /* Planned one after the other, each beside the ones before it, then written
-         * one after the other: not reconcile_devices()'s threads, whose start costs
-         * more CPU under a burst (~6 ms a disk in the test-bed guest, measured with
-         * 1024 null_blk disks) than the queue writes of a new disk take. A start
-         * or reload, where scheduler switches of settled disks dominate, is where
+        /* Each disk planned and written before the next is probed: its writes wait
+         * for nobody else's probe. Not reconcile_devices()'s threads: their start
+         * cost more CPU under a burst (~6 ms a disk in the test-bed guest, measured
+         * with 1024 null_blk disks) than a new disk's queue writes take; a start or
+         * reload, where scheduler switches of settled disks dominate, is where
          * they pay. */
-        _cleanup_free_ DevicePlan **view = calloc(m->plan.n + k + 1, sizeof(DevicePlan *));
-        DevicePlan *chunk[KERNEL_CHUNK];
-        int results[KERNEL_CHUNK], targets[_KNOB_MAX];
-        size_t c = 0;
-        if (!view)
-                log_oom(); /* udev's events tune them */
-        else if (m->plan.n)
-                memcpy(view, m->plan.devices, m->plan.n * sizeof(DevicePlan *));
         for (size_t i = 0; i < k; i++) {
-                Plan current = { .devices = view, .n = m->plan.n + c };
-                DevicePlan *p = view ? plan_early(m, m->kernel_pending[i], &current) : NULL;
+                int targets[_KNOB_MAX];
+                DevicePlan *p = plan_early(m, m->kernel_pending[i], targets);
                 free(m->kernel_pending[i]);
-                manager_keepalive(m);
                 if (p) {
-                        view[m->plan.n + c] = p;
-                        chunk[c++] = p;
+                        ReconcileOptions o = tuner_options(&m->tuner, RECONCILE_APPLY, targets, false);
+                        o.scopes = 1u << KNOB_SCOPE_QUEUE;
+                        o.originals_locked = locked;
+                        keep_early(m, p, reconcile_device(p, &o));
                 }
-        }
-        if (c > 0) {
-                ReconcileOptions o;
-                plan_module_targets(view, m->plan.n + c, targets); /* queue rows use none; for completeness */
-                o = tuner_options(&m->tuner, RECONCILE_APPLY, targets, false);
-                o.scopes = 1u << KNOB_SCOPE_QUEUE;
-                o.originals_locked = locked;
-                for (size_t i = 0; i < c; i++) {
-                        results[i] = reconcile_device(chunk[i], &o);
-                        manager_keepalive(m);
-                }
-                for (size_t i = 0; i < c; i++)
-                        keep_early(m, chunk[i], results[i]);
+                manager_keepalive(m);
         }
         memmove(m->kernel_pending, m->kernel_pending + k, (n - k + 1) * sizeof(char *)); /* with the NULL */
         m->kernel_handled += k;

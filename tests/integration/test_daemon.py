@@ -448,7 +448,7 @@ class DaemonTest(unittest.TestCase):
         sub = self.bed.add("nvme-subsystem", "nvme-subsys0", None, {"subsysnqn": "nqn.2019-08.org.qemu:SER0"}, {})
         os.symlink(os.path.relpath(root + self.bed.paths["nvme0"], root + sub), root + sub + "/nvme0")
         wait_for(lambda: f"Path watch of {sub} ends: every controller's disks are plain ones, no paths."
-                 in self.daemon_log(), timeout=5, what="the subsystem's path watch ended")
+                 in self.daemon_log(), what="the subsystem's path watch ended")
         self.stop()
 
     def test_path_not_live_is_not_written(self):

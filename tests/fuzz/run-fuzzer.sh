@@ -5,13 +5,13 @@
 #   run-fuzzer.sh FUZZER SEED_DIR DICT ARTIFACT_DIR
 #
 # Fuzzes a private copy of SEED_DIR (the tree is never written) for
-# $IOTUNED_FUZZ_SECONDS seconds (default 20). Exit 0 when libFuzzer found nothing;
+# $IOTUNED_FUZZ_SECONDS seconds (default 10). Exit 0 when libFuzzer found nothing;
 # otherwise 1, with the reproducer (crash-*, leak-*, timeout-*, oom-*) kept in
 # ARTIFACT_DIR and the command that replays it printed.
 set -uo pipefail
 
 fuzzer=$1 seeds=$2 dict=$3 artifacts=$4
-seconds=${IOTUNED_FUZZ_SECONDS:-20}
+seconds=${IOTUNED_FUZZ_SECONDS:-10}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/iotuned-fuzz-run.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT

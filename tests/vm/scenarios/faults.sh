@@ -261,9 +261,9 @@ scenario_setup() {
 # 1. SIGKILL at a random moment of a start, of a null_blk burst being tuned, or
 # of a hot-added NVMe disk being tuned; KILLS times. The records must hold the
 # values from before the first start, never a tuned one.
-# 12: six during starts, three during a burst, three during a hot-add; seeded,
-# so a failing draw is repeated by its seed.
-KILLS=12
+# 8: four during starts, two during a burst, two during a hot-add; seeded, so
+# a failing draw is repeated by its seed.
+KILLS=8
 check_sigkill_during_start_and_bursts() {
 	local t0 t1 w_start w_burst w_status w_hot pid npid i kind d delay disk kills=0 auto=0 manual=0 log=()
 	clean_slate

@@ -22,9 +22,9 @@ PLOT=/run/iotvm-plot
 # QEMU's NVMe emulation hides the scheduler's cost in its own. 7 rounds at
 # --alpha 0.07: 6 of 7 rounds win (p = 0.0625), so one round a loaded host
 # disturbs does not turn a 2x effect into a tie.
-# Runs per disk: each is a whole `tune` (7 rounds); 3 keep the boot within its
+# Runs per disk: each is a whole `tune` (7 rounds); 2 keep the boot within its
 # share of CI while still showing the winner is not a one-off.
-RUNS=3
+RUNS=2
 TUNE_ARGS=(--rounds 7 --alpha 0.07 --depths 32 --runtime 1s --warmup 100ms)
 
 knob() { # DISK KNOB

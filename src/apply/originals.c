@@ -222,6 +222,52 @@ static void add_shared_originals(json_object *values, const DevicePlan *p, bool 
         }
 }
 
+/* Is queue knob `kn` one this plan's writes can change: a row it plans, or one
+ * the kernel resets when a planned row is written (the scheduler switch resets
+ * nr_requests: block/elevator.c)? A switch to or from bfq also turns writeback
+ * throttling off and on (bfq-iosched.c), so a planned scheduler brings
+ * wbt_lat_usec along. Only these are recorded: reading every queue knob of
+ * every disk cost a read per knob at each hot-add and another at each restore,
+ * for values nothing would ever put back. */
+static bool queue_row_touched(const DevicePlan *p, const Knob *kn) {
+        assert(p);
+        assert(kn);
+
+        for (size_t i = 0; i < p->n_settings; i++) {
+                const Knob *w = p->settings[i].knob;
+                if (w->scope != KNOB_SCOPE_QUEUE || !p->settings[i].desired)
+                        continue;
+                if (w == kn || (w->resets & KNOB_MASK(kn->id)) ||
+                    (w->id == KNOB_SCHEDULER && kn->id == KNOB_WBT_LAT_USEC))
+                        return true;
+        }
+        return false;
+}
+
+/* The queue rows of the plan not recorded yet, their values now: a row planned
+ * for the first time after a reload has not been written by us, so what it
+ * holds is its original. The first original of each wins. */
+static void add_queue_originals(json_object *values, const DevicePlan *p, bool *changed) {
+        const Device *d = p->device;
+
+        assert(values);
+        assert(changed);
+
+        for (size_t k = 0; k < _KNOB_MAX; k++) {
+                const Knob *kn = &knob_table[k];
+                _cleanup_free_ char *norm = NULL;
+                if (kn->scope != KNOB_SCOPE_QUEUE || (kn->needs_mq && !d->has_mq) || !queue_row_touched(p, kn))
+                        continue;
+                if (json_object_object_get_ex(values, kn->name, NULL))
+                        continue;
+                /* Unreadable knobs (no WBT on this queue, old kernels) have nothing to restore. */
+                if (knob_read_queue(kn, d->syspath, &norm) < 0)
+                        continue;
+                json_object_object_add(values, kn->name, json_object_new_string(norm));
+                *changed = true;
+        }
+}
+
 static int write_record(const char *dir, const char *name, json_object *root) {
         _cleanup_free_ char *p = record_path(dir, name);
         const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -263,13 +309,15 @@ int originals_record_locked(const char *dir, const DevicePlan *plan) {
                 return r; /* unreadable or corrupt: its originals are unknown, nothing is written */
         if (r == 0) {
                 if (record_matches(old, d)) {
-                        /* Known disk: only vectors not recorded yet are added. */
+                        /* Known disk: only rows and vectors not recorded yet are added. */
                         if (!json_object_object_get_ex(old, "irqs", &irqs)) {
                                 irqs = json_object_new_object();
                                 json_object_object_add(old, "irqs", irqs);
                         }
                         add_irq_originals(irqs, plan, &changed);
-                        if (json_object_object_get_ex(old, "values", &values)) {
+                        if (json_object_object_get_ex(old, "values", &values) &&
+                            json_object_is_type(values, json_type_object)) {
+                                add_queue_originals(values, plan, &changed);
                                 add_shared_originals(values, plan, &changed);
                         }
                         r = changed ? write_record(dir, d->name, old) : 0;
@@ -293,16 +341,7 @@ int originals_record_locked(const char *dir, const DevicePlan *plan) {
         json_object_object_add(root, "syspath", json_object_new_string(d->syspath));
         json_object_object_add(root, "diskseq", d->diskseq ? json_object_new_string(d->diskseq) : NULL);
         json_object_object_add(root, "recorded_realtime", json_object_new_int64((int64_t) time(NULL)));
-        for (size_t k = 0; k < _KNOB_MAX; k++) {
-                const Knob *kn = &knob_table[k];
-                _cleanup_free_ char *norm = NULL;
-                if (!streq(kn->section, "queue") || (kn->needs_mq && !d->has_mq))
-                        continue;
-                /* Unreadable knobs (no WBT on this queue, old kernels) have nothing to restore. */
-                if (knob_read_queue(kn, d->syspath, &norm) < 0)
-                        continue;
-                json_object_object_add(values, kn->name, json_object_new_string(norm));
-        }
+        add_queue_originals(values, plan, &changed);
         add_shared_originals(values, plan, &changed);
         json_object_object_add(root, "values", values);
         add_irq_originals(irqs, plan, &changed);

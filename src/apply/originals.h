@@ -11,9 +11,11 @@
  * forgets the tuning. The disk's diskseq guards against a different disk that
  * later gets the same name. */
 
-/* Record the current values of every queue knob of the plan's disk and of each
- * vector it plans, unless already recorded for this very disk: the first
- * original wins, and vectors planned later (after a reload) are added. */
+/* Record the current values of the queue knobs the plan's writes can change (the
+ * rows it plans, and those the kernel resets when one of them is written) and of
+ * each vector and controller or link row it plans, unless already recorded for
+ * this very disk: the first original wins, and rows and vectors planned later
+ * (after a reload) are added. */
 int originals_record(const char *dir, const DevicePlan *p);
 /* Errors: -EBADMSG for a record that is not a valid one, and what reading it
  * (-ELOOP for a link, -EBADFD for a FIFO, -EFBIG), locking or writing returned. */

@@ -28,7 +28,7 @@ static char *fake_tree(void) {
 
 static DevicePlan *plan_for(const char *tree, const char *irq_value) {
         Device *d = calloc(1, sizeof(Device));
-        char *none[_KNOB_MAX] = {};
+        char *values[_KNOB_MAX] = { [KNOB_RQ_AFFINITY] = (char *) "2" }; /* what child() writes */
         char *irqs[] = { (char *) irq_value, NULL };
         DevicePlan *p = NULL;
         if (!d)
@@ -40,7 +40,7 @@ static DevicePlan *plan_for(const char *tree, const char *irq_value) {
         d->has_mq = true;
         if (!d->name || !d->syspath || !d->transport)
                 abort();
-        if (plan_device_from_values(d, "test", none, irq_value ? irqs : NULL, tree, &p) < 0)
+        if (plan_device_from_values(d, "test", values, irq_value ? irqs : NULL, tree, &p) < 0)
                 abort();
         return p;
 }
@@ -234,7 +234,76 @@ TEST(temporaries_of_a_killed_writer_are_removed) {
         tmpdir_remove(tree);
 }
 
+/* Only what the plan's writes can change is recorded: the rows it plans, and
+ * nr_requests and wbt_lat_usec beside a scheduler (the switch changes them);
+ * a row planned later, by a reload, is added with the value it has then, and the
+ * first original of a row stays. */
+static DevicePlan *plan_with(const char *tree, char *const values[_KNOB_MAX]) {
+        Device *d = calloc(1, sizeof(Device));
+        DevicePlan *p = NULL;
+        if (!d)
+                abort();
+        d->name = strdup("sda");
+        d->syspath = path_join(tree, "sys/block/sda");
+        d->transport = strdup("sata");
+        d->numa_node = -1;
+        d->has_mq = true;
+        if (!d->name || !d->syspath || !d->transport ||
+            plan_device_from_values(d, "test", values, NULL, tree, &p) < 0)
+                abort();
+        return p;
+}
+
+TEST(only_the_rows_the_plan_can_change_are_recorded) {
+        char *tree = fake_tree();
+        _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals");
+        char *read_ahead[_KNOB_MAX] = { [KNOB_READ_AHEAD_KB] = (char *) "512" };
+        char *sched[_KNOB_MAX] = { [KNOB_SCHEDULER] = (char *) "none", [KNOB_READ_AHEAD_KB] = (char *) "512" };
+        char *values[_KNOB_MAX];
+        DevicePlan *p;
+        Device *d;
+
+        tmpdir_write(tree, "sys/block/sda/queue/scheduler", "[mq-deadline] none\n");
+        tmpdir_write(tree, "sys/block/sda/queue/nr_requests", "64\n");
+        tmpdir_write(tree, "sys/block/sda/queue/wbt_lat_usec", "75000\n");
+        tmpdir_write(tree, "sys/block/sda/queue/read_ahead_kb", "128\n");
+        tmpdir_write(tree, "sys/block/sda/queue/add_random", "1\n");
+
+        p = plan_with(tree, read_ahead);
+        ASSERT_INT_EQ(originals_record(dir, p), 0);
+        device_plan_free(p);
+        d = calloc(1, sizeof(Device));
+        ASSERT_TRUE(d);
+        d->name = strdup("sda");
+        ASSERT_INT_EQ(originals_load(dir, d, values, NULL), 0);
+        for (size_t k = 0; k < _KNOB_MAX; k++) {
+                if (k == KNOB_READ_AHEAD_KB)
+                        ASSERT_STREQ(values[k], "128");
+                else
+                        ASSERT_TRUE(!values[k]); /* not planned: neither read nor kept */
+                free(values[k]);
+        }
+
+        /* The tuned read-ahead stays recorded as it was; the scheduler, planned
+         * now, comes with the two rows its switch changes. */
+        tmpdir_write(tree, "sys/block/sda/queue/read_ahead_kb", "512\n");
+        p = plan_with(tree, sched);
+        ASSERT_INT_EQ(originals_record(dir, p), 0);
+        device_plan_free(p);
+        ASSERT_INT_EQ(originals_load(dir, d, values, NULL), 0);
+        ASSERT_STREQ(values[KNOB_READ_AHEAD_KB], "128");
+        ASSERT_STREQ(values[KNOB_SCHEDULER], "mq-deadline");
+        ASSERT_STREQ(values[KNOB_NR_REQUESTS], "64");
+        ASSERT_STREQ(values[KNOB_WBT_LAT_USEC], "75000");
+        ASSERT_TRUE(!values[KNOB_ADD_RANDOM] && !values[KNOB_RQ_AFFINITY] && !values[KNOB_NOMERGES]);
+        for (size_t k = 0; k < _KNOB_MAX; k++)
+                free(values[k]);
+        device_free(d);
+        tmpdir_remove(tree);
+}
+
 TEST_MAIN(T(concurrent_writers_keep_every_original), T(lock_file_is_private_and_not_followed),
           T(malformed_record_is_an_error_and_kept), T(record_never_read_past_its_end),
           T(record_that_is_a_link_or_fifo_is_refused),
-          T(record_written_with_exclusive_temporary), T(temporaries_of_a_killed_writer_are_removed))
+          T(record_written_with_exclusive_temporary), T(temporaries_of_a_killed_writer_are_removed),
+          T(only_the_rows_the_plan_can_change_are_recorded))

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "originals.h"
 #include "reconcile.h"
 #include "restore.h"
@@ -86,9 +87,59 @@ static int corrupt_record_plan(const char *dir, Device *d, int error, DevicePlan
         return 0;
 }
 
-int restore_originals(struct udev *udev, const char *dir, const char *proc_root, char *const *only, Plan *ret,
-                      char ***ret_gone) {
+static int cmp_plan_name(const void *a, const void *b) {
+        const DevicePlan *const *x = a, *const *y = b;
+        return strcmp((*x)->device->name, (*y)->device->name);
+}
+
+/* The disks of `known` sorted by name, for bsearch; NULL (and 0) for none. */
+static int known_index(const Plan *known, const DevicePlan ***ret, size_t *ret_n) {
+        const DevicePlan **idx;
+
+        assert(ret);
+        assert(ret_n);
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (!known || known->n == 0)
+                return 0;
+        idx = calloc(known->n, sizeof(DevicePlan *));
+        if (!idx)
+                return -ENOMEM;
+        for (size_t i = 0; i < known->n; i++)
+                idx[i] = known->devices[i];
+        qsort(idx, known->n, sizeof(DevicePlan *), cmp_plan_name);
+        *ret = idx;
+        *ret_n = known->n;
+        return 0;
+}
+
+/* A copy of the known disk `name`, if sysfs still shows the same disk there (its
+ * diskseq: a disk removed, or replaced by another of that name, reads otherwise
+ * or not at all). 1 with *ret set, 0 when it has to be probed, -ENOMEM. */
+static int known_device(const DevicePlan **idx, size_t n, const char *name, Device **ret) {
+        _cleanup_free_ char *seq = NULL;
+        DevicePlan key_plan;
+        Device key_device = { .name = (char *) name };
+        const DevicePlan *key = &key_plan, *const *hit;
+        const Device *d;
+
+        key_plan.device = &key_device;
+        hit = n > 0 ? bsearch(&key, idx, n, sizeof(DevicePlan *), cmp_plan_name) : NULL;
+        if (!hit)
+                return 0;
+        d = (*hit)->device;
+        if (!d->diskseq || !d->syspath || read_attr_at(d->syspath, "diskseq", &seq) < 0 ||
+            !streq(strstrip(seq), d->diskseq))
+                return 0;
+        return device_dup(d, ret) < 0 ? -ENOMEM : 1;
+}
+
+int restore_originals(struct udev *udev, const char *dir, const char *proc_root, char *const *only,
+                      const Plan *known, Plan *ret, char ***ret_gone) {
         _cleanup_strv_free_ char **names = NULL, **gone = NULL;
+        _cleanup_free_ const DevicePlan **idx = NULL;
+        size_t n_idx = 0, n_known = 0, n_probed = 0;
         ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = NULL };
 
         assert(udev);
@@ -111,6 +162,8 @@ int restore_originals(struct udev *udev, const char *dir, const char *proc_root,
         r = originals_list(dir, &names);
         if (r < 0)
                 return r;
+        if (known_index(known, &idx, &n_idx) < 0)
+                return -ENOMEM;
         plan.devices = calloc(strv_length(names) ?: 1, sizeof(DevicePlan *));
         if (!plan.devices)
                 return -ENOMEM;
@@ -122,7 +175,15 @@ int restore_originals(struct udev *udev, const char *dir, const char *proc_root,
 
                 if (only && !strv_contains(only, *n))
                         continue;
-                r = device_lookup(udev, *n, &d);
+                r = known_device(idx, n_idx, *n, &d);
+                if (r == -ENOMEM)
+                        goto oom;
+                if (r > 0)
+                        n_known++;
+                else {
+                        n_probed++;
+                        r = device_lookup(udev, *n, &d);
+                }
                 if (r >= 0) {
                         r = originals_load(dir, d, values, &irqs);
                         if (r == -EBADMSG || r == -ELOOP || r == -EBADFD || r == -EFBIG || r == -EISDIR) {
@@ -157,6 +218,9 @@ int restore_originals(struct udev *udev, const char *dir, const char *proc_root,
                 plan.n++;
         }
 
+        if (known)
+                log_debug("Restoring %zu recorded disk%s: %zu as already probed, %zu probed again.",
+                          n_known + n_probed, n_known + n_probed == 1 ? "" : "s", n_known, n_probed);
         r = plan_confine_to_root(&plan, proc_root);
         if (r >= 0)
                 r = reconcile_plan(&plan, &o);

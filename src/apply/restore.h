@@ -9,9 +9,12 @@
  * in `only`, NULL = all), reconcile it in APPLY mode, and drop each record whose
  * values are all back. Disks that are gone, or were replaced by another disk of
  * the same name (diskseq differs), have their record dropped and their names
- * added to *ret_gone. Shared by `iotunectl restore` and the daemon's stop. */
+ * added to *ret_gone. Shared by `iotunectl restore` and the daemon's stop.
+ * `known` (may be NULL): disks the caller has probed already (the daemon's plan);
+ * one whose diskseq sysfs still shows is taken from there instead of being
+ * probed again through libudev. */
 int restore_originals(struct udev *udev, const char *originals_dir, const char *proc_root, char *const *only,
-                      Plan *ret, char ***ret_gone);
+                      const Plan *known, Plan *ret, char ***ret_gone);
 
 /* Restore only the knobs in `knobs` (true = restore) and the vectors in `irqs`
  * of one disk: used when a reload stops wanting them. The record is kept (other

@@ -101,7 +101,7 @@ int cli_restore(Cli *c, char **devices) {
                         return EXIT_NO_DEVICE;
                 }
 
-        r = tuner_restore(&c->tuner, devices, &plan, &gone);
+        r = tuner_restore(&c->tuner, devices, NULL, &plan, &gone);
         if (r < 0) {
                 log_error_errno(r, "Restoring failed: %m");
                 return EXIT_FAILED;

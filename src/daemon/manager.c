@@ -99,10 +99,12 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
         timing_begin(0, "stop");
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping.");
         if (m->config->restore_on_stop) {
-                r = tuner_restore(&m->tuner, NULL, &restored, &gone);
+                /* The disks it has probed are known: only their diskseq is read again. */
+                r = tuner_restore(&m->tuner, NULL, &m->plan, &restored, &gone);
                 if (r < 0)
                         log_error_errno(r, "Cannot restore original values: %m");
-                for (size_t i = 0; i < restored.n; i++)
+                for (size_t i = 0; i < restored.n; i++) {
+                        timing_count_disk();
                         for (size_t k = 0; k < restored.devices[i]->n_settings; k++) {
                                 const Setting *st = &restored.devices[i]->settings[k];
                                 if (st->state == STATE_CHANGED)
@@ -115,6 +117,7 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
                                                       restored.devices[i]->device->name, setting_label(st),
                                                       st->note ?: "failed");
                         }
+                }
                 plan_done(&restored);
         } else
                 log_info("restore_on_stop is off: leaving tuned values in place.");

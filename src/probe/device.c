@@ -38,6 +38,51 @@ Device *device_free(Device *d) {
         return NULL;
 }
 
+static bool copy_str(const char *src, char **dst) {
+        *dst = src ? strdup(src) : NULL;
+        return !src || *dst;
+}
+
+int device_dup(const Device *d, Device **ret) {
+        _cleanup_(device_freep) Device *n = NULL;
+
+        assert(d);
+        assert(ret);
+
+        n = malloc(sizeof(Device));
+        if (!n)
+                return -ENOMEM;
+        *n = *d; /* the numbers and flags; every pointer is copied below */
+        n->name = n->syspath = n->devnode = n->transport = n->model = n->serial = NULL;
+        n->firmware = n->wwn = n->nqn = n->diskseq = n->multipath_head_name = n->ana_state = NULL;
+        n->queues = NULL;
+        n->n_queues = 0;
+        n->nvme = NULL;
+        n->properties = NULL;
+        if (!copy_str(d->name, &n->name) || !copy_str(d->syspath, &n->syspath) ||
+            !copy_str(d->devnode, &n->devnode) || !copy_str(d->transport, &n->transport) ||
+            !copy_str(d->model, &n->model) || !copy_str(d->serial, &n->serial) ||
+            !copy_str(d->firmware, &n->firmware) || !copy_str(d->wwn, &n->wwn) || !copy_str(d->nqn, &n->nqn) ||
+            !copy_str(d->diskseq, &n->diskseq) || !copy_str(d->multipath_head_name, &n->multipath_head_name) ||
+            !copy_str(d->ana_state, &n->ana_state))
+                return -ENOMEM;
+        if (d->n_queues > 0) {
+                n->queues = calloc(d->n_queues, sizeof(HwQueue));
+                if (!n->queues)
+                        return -ENOMEM;
+                n->n_queues = d->n_queues;
+                for (size_t i = 0; i < d->n_queues; i++) {
+                        n->queues[i].index = d->queues[i].index;
+                        if (!copy_str(d->queues[i].cpu_list, &n->queues[i].cpu_list))
+                                return -ENOMEM;
+                }
+        }
+        if (nvme_ctrl_dup(d->nvme, &n->nvme) < 0 || strv_copy(d->properties, &n->properties) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(n);
+        return 0;
+}
+
 void device_list_done(DeviceList *l) {
         assert(l);
 

@@ -20,6 +20,7 @@ typedef struct HwQueue {
 int hw_queues_read(const char *disk_syspath, HwQueue **ret, size_t *ret_n);
 void hw_queues_free(HwQueue *q, size_t n);
 
+/* device_dup() copies each pointer below: a new one needs its copy there. */
 typedef struct Device {
         char *name;         /* kernel name: nvme0n1, sda, nvme1c1n1 */
         char *syspath;      /* /sys/devices/... */
@@ -51,6 +52,8 @@ typedef struct Device {
 
 Device *device_free(Device *d);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Device *, device_free);
+/* A deep copy, its controller and queues included; -ENOMEM. */
+int device_dup(const Device *d, Device **ret);
 
 /* udev property value or NULL. */
 const char *device_property(const Device *d, const char *key);

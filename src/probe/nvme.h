@@ -11,6 +11,7 @@
 /* One NVMe controller (/sys/class/nvme/nvmeX): its identity from sysfs, and from
  * Identify Controller and Get Features 0x07 sent through libnvme. Read once per
  * discovery, never written. */
+/* nvme_ctrl_dup() copies each string below: a new one needs its copy there. */
 typedef struct NvmeCtrl {
         char *name;         /* nvme0 */
         char *syspath;
@@ -34,6 +35,8 @@ typedef struct NvmeCtrl {
 } NvmeCtrl;
 
 NvmeCtrl *nvme_ctrl_free(NvmeCtrl *c);
+/* A deep copy (NULL for NULL); -ENOMEM. */
+int nvme_ctrl_dup(const NvmeCtrl *c, NvmeCtrl **ret);
 DEFINE_TRIVIAL_CLEANUP_FUNC(NvmeCtrl *, nvme_ctrl_free);
 
 /* Probe the controller behind udev device `u` (subsystem "nvme"). Admin command

@@ -55,6 +55,20 @@ int strv_extend(char ***l, const char *value) {
         return strv_push(l, v);
 }
 
+int strv_copy(char * const *l, char ***ret) {
+        char **c = NULL;
+
+        assert(ret);
+
+        for (char * const *i = l; i && *i; i++)
+                if (strv_extend(&c, *i) < 0) {
+                        strv_free(c);
+                        return -ENOMEM;
+                }
+        *ret = c;
+        return 0;
+}
+
 bool strv_contains(char * const *l, const char *s) {
         assert(s);
 

@@ -16,6 +16,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free);
 size_t strv_length(char * const *l);
 int strv_push(char ***l, char *value);          /* takes ownership, even on failure */
 int strv_extend(char ***l, const char *value);  /* copies */
+/* A copy of `l` (NULL for NULL); -ENOMEM. */
+int strv_copy(char * const *l, char ***ret);
 bool strv_contains(char * const *l, const char *s);
 void strv_sort(char **l);
 

@@ -584,13 +584,13 @@ int tuner_run(Tuner *t, const Config *c, char *const *names, ReconcileMode mode,
         return 0;
 }
 
-int tuner_restore(Tuner *t, char *const *names, Plan *ret, char ***ret_gone) {
+int tuner_restore(Tuner *t, char *const *names, const Plan *known, Plan *ret, char ***ret_gone) {
         assert(t);
         assert(ret);
         assert(ret_gone);
 
         return restore_originals(t->udev, t->originals_dir, t->root,
-                                 strv_length(names) ? names : NULL, ret, ret_gone);
+                                 strv_length(names) ? names : NULL, known, ret, ret_gone);
 }
 
 int tuner_restore_knobs(Tuner *t, const char *name, const bool knobs[_KNOB_MAX], const int *irqs, size_t n_irqs,

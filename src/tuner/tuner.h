@@ -132,5 +132,6 @@ int tuner_restore_knobs(Tuner *t, const char *name, const bool knobs[_KNOB_MAX],
                         DevicePlan **ret);
 
 /* Return the named disks (all recorded when `names` is NULL or empty) to their
- * recorded originals: restore_originals() on the Tuner's record. */
-int tuner_restore(Tuner *t, char *const *names, Plan *ret, char ***ret_gone);
+ * recorded originals: restore_originals() on the Tuner's record; `known` (may be
+ * NULL) the disks the caller has probed already. */
+int tuner_restore(Tuner *t, char *const *names, const Plan *known, Plan *ret, char ***ret_gone);

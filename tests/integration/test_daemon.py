@@ -383,6 +383,29 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("scheduler drifted to mq-deadline (desired none) after a udev change event", self.daemon_log())
         self.stop()
 
+    def test_stop_restores_known_disks_without_probing_them_again(self):
+        """The stop takes the disks it has probed from its own plan (only their
+        diskseq is read again); a disk that sysfs now shows as another one (its
+        diskseq changed, no event yet) is probed afresh, and its record, of the
+        disk that was, is dropped instead of being written into the new one."""
+        self.bed.nvme(0)
+        self.bed.sata("sda")
+        self.conf("iotuned.yaml.d/10-slow.yaml", "reassert: { interval: 1h }\n")
+        self.start("-v")
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "2")
+        self.assertEqual(self.bed.read("sda", "queue/nr_requests"), "1024")
+        seq = self.bed.read("sda", "diskseq")
+        self.bed.write("sda", "diskseq", str(int(seq) + 1000))
+        self.stop()
+        log = self.daemon_log()
+        self.assertIn("Restoring 2 recorded disks: 1 as already probed, 1 probed again.", log)
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "1")
+        self.assertIn("nvme0n1: rq_affinity restored to 1", log)
+        # not the disk that was recorded: left as it is, its record gone
+        self.assertEqual(self.bed.read("sda", "queue/nr_requests"), "1024")
+        self.assertNotIn("sda: nr_requests restored", log)
+        self.assertFalse(os.path.exists(os.path.join(self.root, "run/iotuned/originals/sda.json")))
+
     def test_hotplug_add_and_remove(self):
         self.bed.nvme(0)
         self.start()

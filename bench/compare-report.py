@@ -203,6 +203,13 @@ def report(files, boots, data):
     cal = stat(data, "calibrate", "fork_exec_true_ms")
     if cal.values:
         print(f"Calibration, fork+exec of /bin/true in the guest (ms): {cal.cell()}")
+    cal = stat(data, "calibrate", "exec_iotuned_version_ms")
+    if cal.values:
+        print(f"Calibration, fork+exec of `iotuned --version` (its binary and shared libraries loaded, "
+              f"nothing done) (ms): {cal.cell()}")
+    cal = stat(data, "calibrate", "dynamic_loader_ms")
+    if cal.values:
+        print(f"Calibration, the dynamic loader's own time in that exec, LD_DEBUG=statistics (ms): {cal.cell()}")
     cal = stat(data, "calibrate", "elevator_switch_ms")
     if cal.values:
         print(f"Calibration, the kernel's own switch none -> {SCHED_NAME} on one NVMe disk, "

@@ -356,6 +356,22 @@ scenario_setup() {
 	/bin/true
 	us
 	sample calibrate fork_exec_true_ms "$(((REPLY - t0) / 1000))"
+	# What iotuned's own exec costs before main() does anything: the binary and
+	# its shared libraries mapped and relocated (--version returns at once), and
+	# the dynamic loader's own count of its part (LD_DEBUG=statistics, in cycles
+	# of the guest's TSC rate).
+	local i line cyc mhz
+	for i in 1 2 3; do
+		us
+		t0=$REPLY
+		/usr/sbin/iotuned --version >/dev/null
+		us
+		sample calibrate exec_iotuned_version_ms "$(((REPLY - t0) / 1000))"
+		line=$(LD_DEBUG=statistics /usr/sbin/iotuned --version 2>&1 >/dev/null | grep 'total startup time in dynamic loader')
+		mhz=$(awk '/^cpu MHz/ {print $4; exit}' /proc/cpuinfo)
+		[[ $line =~ :\ ([0-9]+)\ cycles ]] && cyc=${BASH_REMATCH[1]} && [[ -n $mhz ]] &&
+			sample calibrate dynamic_loader_ms "$(awk -v c="$cyc" -v m="$mhz" 'BEGIN {printf "%.1f", c / m / 1000}')"
+	done
 	# The kernel's own cost of the four knobs on a settled disk's queue, written
 	# by builtin echos (no fork) in the order the kernel needs (the switch resets
 	# nr_requests): the elevator switch alone (none -> mq-deadline), and all

@@ -116,7 +116,9 @@ static int known_index(const Plan *known, const DevicePlan ***ret, size_t *ret_n
 
 /* A copy of the known disk `name`, if sysfs still shows the same disk there (its
  * diskseq: a disk removed, or replaced by another of that name, reads otherwise
- * or not at all). 1 with *ret set, 0 when it has to be probed, -ENOMEM. */
+ * or not at all) and it was probed in full: one planned at the kernel's "add"
+ * (early_usec) has its controller described from sysfs only, so it is probed
+ * again. 1 with *ret set, 0 when it has to be probed, -ENOMEM. */
 static int known_device(const DevicePlan **idx, size_t n, const char *name, Device **ret) {
         _cleanup_free_ char *seq = NULL;
         DevicePlan key_plan;
@@ -129,7 +131,7 @@ static int known_device(const DevicePlan **idx, size_t n, const char *name, Devi
         if (!hit)
                 return 0;
         d = (*hit)->device;
-        if (!d->diskseq || !d->syspath || read_attr_at(d->syspath, "diskseq", &seq) < 0 ||
+        if ((*hit)->early_usec || !d->diskseq || !d->syspath || read_attr_at(d->syspath, "diskseq", &seq) < 0 ||
             !streq(strstrip(seq), d->diskseq))
                 return 0;
         return device_dup(d, ret) < 0 ? -ENOMEM : 1;

@@ -192,6 +192,8 @@ static int add_setting(DevicePlan *p, const Knob *k, const char *desired, const 
                 return -ENOMEM;
         }
         p->n_settings++;
+        if (k->scope == KNOB_SCOPE_MODULE)
+                p->has_module_rows = true;
         if (k->needs_mq && !p->device->has_mq) {
                 s->state = STATE_UNSUPPORTED;
                 s->note = strdup(p->device->multipath_head
@@ -429,7 +431,7 @@ void plan_module_targets(DevicePlan *const *plans, size_t n, int targets[_KNOB_M
         for (size_t k = 0; k < _KNOB_MAX; k++)
                 targets[k] = -1;
         for (size_t i = 0; i < n; i++)
-                for (size_t j = 0; j < plans[i]->n_settings; j++) {
+                for (size_t j = 0; plans[i]->has_module_rows && j < plans[i]->n_settings; j++) {
                         const Setting *s = &plans[i]->settings[j];
                         unsigned v;
                         if (s->knob->scope != KNOB_SCOPE_MODULE || safe_atou(s->desired, &v) < 0)

@@ -94,6 +94,11 @@ typedef struct DevicePlan {
          * CLOCK_MONOTONIC time, and udev's event for it has not been handled yet (0:
          * not so). See src/daemon/kernel-event.c. */
         uint64_t early_usec;
+        /* A row of module scope (nvme.poll_queues and the like) was planned; it
+         * may stay true after such a row was dropped, never false while one is
+         * there: plan_module_targets() skips the plans without, so that a burst
+         * of disks does not scan every kept plan's rows for each new disk. */
+        bool has_module_rows;
 } DevicePlan;
 
 DevicePlan *device_plan_free(DevicePlan *p);

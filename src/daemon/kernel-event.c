@@ -91,7 +91,6 @@ static DevicePlan *plan_early(Manager *m, const char *syspath, int targets[_KNOB
 
 /* After its queue rows were reconciled (`r`): keep the plan until udev's event. */
 static void keep_early(Manager *m, DevicePlan *p, int r) {
-        DevicePlan **n;
         unsigned changed = 0;
 
         timing_count_disk();
@@ -106,14 +105,8 @@ static void keep_early(Manager *m, DevicePlan *p, int r) {
                 changed += p->settings[k].state == STATE_CHANGED;
         log_debug("%s: %u queue setting%s written at the kernel's add event; the rest at udev's.", p->device->name,
                   changed, changed == 1 ? "" : "s");
-        n = realloc(m->plan.devices, (m->plan.n + 1) * sizeof(DevicePlan *));
-        if (!n) {
+        if (manager_plan_append(m, p) < 0)
                 log_oom();
-                device_plan_free(p);
-                return;
-        }
-        m->plan.devices = n;
-        m->plan.devices[m->plan.n++] = p;
 }
 
 /* Only queue rows: the plan udev's event would make is this one, unless udev pins

@@ -72,6 +72,11 @@ void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline);
 
 /* tuning.c */
 ssize_t manager_plan_index(const Manager *m, const char *name);
+/* Keep `p` (taken) at the end of m->plan; -ENOMEM (p freed). */
+int manager_plan_append(Manager *m, DevicePlan *p);
+/* m->plan was changed as a whole (a reload, a controller's plans dropped): the
+ * name index is built afresh at the next plan kept. */
+void manager_plan_names_drop(Manager *m);
 int manager_tune_device(Manager *m, Device *d);
 int manager_tune_all(Manager *m);
 void manager_forget_device(Manager *m, const char *name);

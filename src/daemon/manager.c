@@ -36,6 +36,7 @@ Manager *manager_free(Manager *m) {
         strv_free(m->path_watch);
         free(m->path_watch_since);
         config_free(m->config);
+        manager_plan_names_drop(m);
         plan_done(&m->plan);
         irq_counts_done(&m->irq_counts);
         tuner_done(&m->tuner);

@@ -4,6 +4,8 @@
 #include <libudev.h>
 #include <systemd/sd-event.h>
 
+struct lh_table;
+
 #include "config.h"
 #include "irq-counts.h"
 #include "irqbalance.h"
@@ -49,6 +51,13 @@ typedef struct Manager {
 
         Config *config;
         Plan plan;                       /* one DevicePlan per tuned (or excluded) disk */
+        /* Kernel name -> index in plan.devices + 1 (json-c's linkhash, the names
+         * copied): a disk found without a scan of every plan at each of its events.
+         * Exactly in step with plan.devices whenever it is not NULL; NULL (after
+         * a reload, a controller's plans dropped, or no memory): found by a scan,
+         * and built afresh at the next plan kept. Only the functions in tuning.c
+         * that add, replace or drop a plan change plan.devices. */
+        struct lh_table *plan_names;
 
         char *status_path;               /* resolved inside the root, as the Tuner's paths */
         char **unrecorded;               /* disks not tuned: their originals could not be recorded */

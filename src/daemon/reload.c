@@ -50,6 +50,7 @@ int manager_reload(Manager *m) {
         (void) tuner_reload_topology(&m->tuner);
         old = m->plan;
         m->plan = (Plan) {};
+        manager_plan_names_drop(m);
         /* Each disk's drift history, holds and load carry over into its new plan
          * (manager_tune_device): a setting in conflict stays held. */
         m->replaced = &old;

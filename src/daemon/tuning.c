@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <json-c/linkhash.h>
+
 #include "events.h"
 #include "hold.h"
 #include "log.h"
@@ -18,13 +20,90 @@
 #include "util.h"
 
 ssize_t manager_plan_index(const Manager *m, const char *name) {
+        void *v;
+
         assert(m);
         assert(name);
 
+        if (m->plan_names) {
+                if (!lh_table_lookup_ex(m->plan_names, name, &v))
+                        return -1;
+                size_t i = (uintptr_t) v - 1;
+                assert(i < m->plan.n && streq(m->plan.devices[i]->device->name, name));
+                return (ssize_t) i;
+        }
         for (size_t i = 0; i < m->plan.n; i++)
                 if (streq(m->plan.devices[i]->device->name, name))
                         return (ssize_t) i;
         return -1;
+}
+
+void manager_plan_names_drop(Manager *m) {
+        assert(m);
+
+        if (m->plan_names)
+                lh_table_free(m->plan_names);
+        m->plan_names = NULL;
+}
+
+static void plan_name_free(struct lh_entry *e) {
+        free(lh_entry_k(e));
+}
+
+/* Point the name of plan i at i; false when out of memory. */
+static bool plan_name_put(struct lh_table *t, const Plan *plan, size_t i) {
+        const char *name = plan->devices[i]->device->name;
+        struct lh_entry *e = lh_table_lookup_entry(t, name);
+        char *k;
+
+        if (e) {
+                lh_entry_set_val(e, (void *) (uintptr_t) (i + 1));
+                return true;
+        }
+        k = strdup(name);
+        if (!k)
+                return false;
+        if (lh_table_insert(t, k, (void *) (uintptr_t) (i + 1)) < 0) {
+                free(k);
+                return false;
+        }
+        return true;
+}
+
+/* After plans [from, n) were added or moved: their entries, or the whole index
+ * built afresh when there is none. Out of memory: no index, disks are found by
+ * a scan. */
+static void plan_names_update(Manager *m, size_t from) {
+        assert(m);
+
+        if (!m->plan_names) {
+                m->plan_names = lh_kchar_table_new(64, plan_name_free);
+                if (!m->plan_names)
+                        return;
+                from = 0;
+        }
+        for (size_t i = from; i < m->plan.n; i++)
+                if (!plan_name_put(m->plan_names, &m->plan, i)) {
+                        manager_plan_names_drop(m);
+                        return;
+                }
+}
+
+int manager_plan_append(Manager *m, DevicePlan *p) {
+        DevicePlan **n;
+
+        assert(m);
+        assert(p);
+
+        n = realloc(m->plan.devices, (m->plan.n + 1) * sizeof(DevicePlan *));
+        if (!n) {
+                device_plan_free(p);
+                return -ENOMEM;
+        }
+        m->plan.devices = n;
+        m->plan.devices[m->plan.n++] = p;
+        plan_names_update(m, m->plan.n - 1);
+        return 0;
 }
 
 void manager_stamp_changes(Manager *m, DevicePlan *p) {
@@ -334,7 +413,7 @@ static int tune_prepare(Manager *m, Device *d, const Plan *view, TuneJob *j) {
 /* After its reconcile: report the disk and keep its plan. 1 when its controller
  * was rebound, 0, or -errno. */
 static int tune_finish(Manager *m, TuneJob *j) {
-        DevicePlan *p = TAKE_PTR(j->p), **n;
+        DevicePlan *p = TAKE_PTR(j->p);
         int r = j->r;
 
         assert(m);
@@ -347,6 +426,7 @@ static int tune_finish(Manager *m, TuneJob *j) {
                 /* Every plan of that controller is stale now (its namespaces, its vectors):
                  * drop them before a drift check can write to what replaced them. */
                 tuner_forget_controller(&m->plan, p->device->nvme->address);
+                manager_plan_names_drop(m);
                 device_plan_free(p);
                 return r == -ENOMEM ? r : 1;
         }
@@ -381,14 +461,7 @@ static int tune_finish(Manager *m, TuneJob *j) {
                 m->plan.devices[idx] = p;
                 return 0;
         }
-        n = realloc(m->plan.devices, (m->plan.n + 1) * sizeof(DevicePlan *));
-        if (!n) {
-                device_plan_free(p);
-                return -ENOMEM;
-        }
-        m->plan.devices = n;
-        m->plan.devices[m->plan.n++] = p;
-        return 0;
+        return manager_plan_append(m, p);
 }
 
 static void tune_jobs_done(TuneJob *jobs, size_t n) {
@@ -601,9 +674,13 @@ static void forget_device(Manager *m, const char *name, const char *path_lost) {
         (void) originals_forget(m->tuner.originals_dir, name);
         strv_drop(m->unrecorded, name);
         manager_pending_drop(m, name);
+        if (m->plan_names)
+                (void) lh_table_delete(m->plan_names, name);
         device_plan_free(m->plan.devices[idx]);
         memmove(m->plan.devices + idx, m->plan.devices + idx + 1, (m->plan.n - idx - 1) * sizeof(DevicePlan *));
         m->plan.n--;
+        if (m->plan_names)
+                plan_names_update(m, idx);
 }
 
 void manager_forget_device(Manager *m, const char *name) {

@@ -13,9 +13,15 @@
 # nr_requests (none, max) follows, while the mounted one keeps 1023, and asking for
 # 4095 comes back with 2048 and says so; restore removes the drop-in.
 
+# The machine of apply-verify (the same two controllers, and a virtio and a
+# SATA disk that nothing here looks at), so that both share one boot: meson's
+# `apply-verify+nvme` runs apply-verify first, which ends with every disk back at
+# its boot values.
 VM_DEVICES=(
 	"nvme nv0" # idle: may be rebound
 	"nvme nv1" # its namespace gets mounted: must never be rebound
+	"virtio vd0"
+	"sata sata0"
 )
 
 DROPIN=/etc/modprobe.d/iotuned-nvme.conf

@@ -290,11 +290,26 @@ YAML
 	assert_eq "" "$(irqbalance_banned)" "irqbalance bans after the leftovers were withdrawn"
 
 	# The record goes once a reply shows them gone: at the next exchange, at
-	# the latest this stop. Tidy up: no drop-in, iotuned stopped, nothing banned.
-	rm -f "$nobans" "$filled"
+	# the latest this stop. irqbalance answers one connection per pass of its
+	# loop, and a pass after its bans changed may take seconds here: a stop it
+	# does not answer in time must say so (the same journal entry) and keep
+	# the record, which the next start then clears. Either way: nothing banned,
+	# no record, and nothing left unsaid. Tidy up: no drop-in, iotuned stopped.
+	rm -f "$filled"
+	n0=$(bans_left_entries)
 	assert_ok systemctl stop iotuned.service
 	assert_eq "" "$(irqbalance_banned)" "irqbalance bans after the last stop"
+	if [[ -e $rec ]]; then
+		(($(bans_left_entries) > n0)) ||
+			fail "$rec kept at the stop without an entry saying what may be left ($(cat "$rec"))"
+		note "irqbalance did not confirm the withdrawal before the stop ended: $(journalctl -b MESSAGE_ID=$id -o cat -n 1)"
+		assert_ok systemctl start iotuned.service
+		wait_for "[[ ! -e $rec ]]" 20 "cat $rec; journalctl -b -u iotuned -n 20 --no-pager"
+		note "the next start saw them withdrawn and dropped the record"
+		assert_ok systemctl stop iotuned.service
+	fi
 	assert_not_exists "$rec"
+	rm -f "$nobans"
 }
 
 check_journal_entries_match_catalog() {

@@ -200,24 +200,20 @@ def report(files, boots, data):
     print("Ratios are other/iotuned medians: 5.0x means iotuned takes a fifth of the other's time or memory.")
     if star:
         print("*: some samples were `never`; the ratio is that of the medians of the numeric samples.")
-    cal = stat(data, "calibrate", "fork_exec_true_ms")
-    if cal.values:
-        print(f"Calibration, fork+exec of /bin/true in the guest (ms): {cal.cell()}")
-    cal = stat(data, "calibrate", "exec_iotuned_version_ms")
-    if cal.values:
-        print(f"Calibration, fork+exec of `iotuned --version` (its binary and shared libraries loaded, "
-              f"nothing done) (ms): {cal.cell()}")
-    cal = stat(data, "calibrate", "dynamic_loader_ms")
-    if cal.values:
-        print(f"Calibration, the dynamic loader's own time in that exec, LD_DEBUG=statistics (ms): {cal.cell()}")
-    cal = stat(data, "calibrate", "elevator_switch_ms")
-    if cal.values:
-        print(f"Calibration, the kernel's own switch none -> {SCHED_NAME} on one NVMe disk, "
-              f"written by a shell builtin (ms): {cal.cell()}")
-    cal = stat(data, "calibrate", "four_knobs_ms")
-    if cal.values:
-        print(f"Calibration, the four knobs written by shell builtins (no fork) on a settled disk's "
-              f"queue: the kernel's own cost of the writes (ms): {cal.cell()}")
+    calibration = (
+        ("fork_exec_true_ms", "fork+exec of /bin/true in the guest"),
+        ("exec_iotuned_version_ms",
+         "fork+exec of `iotuned --version` (its binary and shared libraries loaded, nothing done)"),
+        ("dynamic_loader_ms", "the dynamic loader's own time in that exec, LD_DEBUG=statistics"),
+        ("elevator_switch_ms",
+         f"the kernel's own switch none -> {SCHED_NAME} on one NVMe disk, written by a shell builtin"),
+        ("four_knobs_ms", "the four knobs written by shell builtins (no fork) on a settled disk's "
+                          "queue: the kernel's own cost of the writes"),
+    )
+    for metric, label in calibration:
+        cal = stat(data, "calibrate", metric)
+        if cal.values:
+            print(f"Calibration, {label} (ms): {cal.cell()}")
     print("\n" + "\n".join(ratios) if ratios else "")
     print("\nPer boot, hot-added NVMe: present -> all four knobs set, median (ms):\n")
     print("| boot | order | TuneD | udev rule | iotuned |")

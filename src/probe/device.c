@@ -38,11 +38,6 @@ Device *device_free(Device *d) {
         return NULL;
 }
 
-static bool copy_str(const char *src, char **dst) {
-        *dst = src ? strdup(src) : NULL;
-        return !src || *dst;
-}
-
 int device_dup(const Device *d, Device **ret) {
         _cleanup_(device_freep) Device *n = NULL;
 
@@ -59,12 +54,12 @@ int device_dup(const Device *d, Device **ret) {
         n->n_queues = 0;
         n->nvme = NULL;
         n->properties = NULL;
-        if (!copy_str(d->name, &n->name) || !copy_str(d->syspath, &n->syspath) ||
-            !copy_str(d->devnode, &n->devnode) || !copy_str(d->transport, &n->transport) ||
-            !copy_str(d->model, &n->model) || !copy_str(d->serial, &n->serial) ||
-            !copy_str(d->firmware, &n->firmware) || !copy_str(d->wwn, &n->wwn) || !copy_str(d->nqn, &n->nqn) ||
-            !copy_str(d->diskseq, &n->diskseq) || !copy_str(d->multipath_head_name, &n->multipath_head_name) ||
-            !copy_str(d->ana_state, &n->ana_state))
+        if (!copy_string(d->name, &n->name) || !copy_string(d->syspath, &n->syspath) ||
+            !copy_string(d->devnode, &n->devnode) || !copy_string(d->transport, &n->transport) ||
+            !copy_string(d->model, &n->model) || !copy_string(d->serial, &n->serial) ||
+            !copy_string(d->firmware, &n->firmware) || !copy_string(d->wwn, &n->wwn) || !copy_string(d->nqn, &n->nqn) ||
+            !copy_string(d->diskseq, &n->diskseq) || !copy_string(d->multipath_head_name, &n->multipath_head_name) ||
+            !copy_string(d->ana_state, &n->ana_state))
                 return -ENOMEM;
         if (d->n_queues > 0) {
                 n->queues = calloc(d->n_queues, sizeof(HwQueue));
@@ -73,7 +68,7 @@ int device_dup(const Device *d, Device **ret) {
                 n->n_queues = d->n_queues;
                 for (size_t i = 0; i < d->n_queues; i++) {
                         n->queues[i].index = d->queues[i].index;
-                        if (!copy_str(d->queues[i].cpu_list, &n->queues[i].cpu_list))
+                        if (!copy_string(d->queues[i].cpu_list, &n->queues[i].cpu_list))
                                 return -ENOMEM;
                 }
         }

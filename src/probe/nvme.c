@@ -33,12 +33,6 @@ NvmeCtrl *nvme_ctrl_free(NvmeCtrl *c) {
         return NULL;
 }
 
-/* *dst = a copy of src (NULL stays NULL); false when out of memory. */
-static bool copy_str(const char *src, char **dst) {
-        *dst = src ? strdup(src) : NULL;
-        return !src || *dst;
-}
-
 int nvme_ctrl_dup(const NvmeCtrl *c, NvmeCtrl **ret) {
         _cleanup_(nvme_ctrl_freep) NvmeCtrl *n = NULL;
 
@@ -54,12 +48,12 @@ int nvme_ctrl_dup(const NvmeCtrl *c, NvmeCtrl **ret) {
         *n = *c; /* the numbers and flags; every string is copied below */
         n->name = n->syspath = n->devnode = n->transport = n->model = n->serial = n->firmware = NULL;
         n->subsysnqn = n->address = n->state = n->identify_error = NULL;
-        if (!copy_str(c->name, &n->name) || !copy_str(c->syspath, &n->syspath) ||
-            !copy_str(c->devnode, &n->devnode) || !copy_str(c->transport, &n->transport) ||
-            !copy_str(c->model, &n->model) || !copy_str(c->serial, &n->serial) ||
-            !copy_str(c->firmware, &n->firmware) || !copy_str(c->subsysnqn, &n->subsysnqn) ||
-            !copy_str(c->address, &n->address) || !copy_str(c->state, &n->state) ||
-            !copy_str(c->identify_error, &n->identify_error))
+        if (!copy_string(c->name, &n->name) || !copy_string(c->syspath, &n->syspath) ||
+            !copy_string(c->devnode, &n->devnode) || !copy_string(c->transport, &n->transport) ||
+            !copy_string(c->model, &n->model) || !copy_string(c->serial, &n->serial) ||
+            !copy_string(c->firmware, &n->firmware) || !copy_string(c->subsysnqn, &n->subsysnqn) ||
+            !copy_string(c->address, &n->address) || !copy_string(c->state, &n->state) ||
+            !copy_string(c->identify_error, &n->identify_error))
                 return -ENOMEM;
         *ret = TAKE_PTR(n);
         return 0;

@@ -109,6 +109,13 @@ char *strdup_or_null(const char *s) {
         return s ? strdup(s) : NULL;
 }
 
+bool copy_string(const char *src, char **dst) {
+        assert(dst);
+
+        *dst = strdup_or_null(src);
+        return !src || *dst;
+}
+
 bool str_startswith(const char *s, const char *prefix) {
         assert(s);
         assert(prefix);

@@ -23,6 +23,8 @@ void strv_sort(char **l);
 
 char *strstrip(char *s);                        /* in place, returns s */
 char *strdup_or_null(const char *s);
+/* *dst = strdup_or_null(src); false when out of memory (src was not NULL). */
+bool copy_string(const char *src, char **dst);
 /* Not startswith(): libnvme 1.3 exports a function of that name (returning char *), and
  * ours would interpose it inside libnvme.so. */
 bool str_startswith(const char *s, const char *prefix);

@@ -26,9 +26,9 @@ static char *fake_tree(void) {
         return t;
 }
 
-static DevicePlan *plan_for(const char *tree, const char *irq_value) {
+/* A SATA disk "sda" of the fake tree, planned with `values` (and one vector). */
+static DevicePlan *plan_with(const char *tree, char *const values[_KNOB_MAX], const char *irq_value) {
         Device *d = calloc(1, sizeof(Device));
-        char *values[_KNOB_MAX] = { [KNOB_RQ_AFFINITY] = (char *) "2" }; /* what child() writes */
         char *irqs[] = { (char *) irq_value, NULL };
         DevicePlan *p = NULL;
         if (!d)
@@ -38,11 +38,15 @@ static DevicePlan *plan_for(const char *tree, const char *irq_value) {
         d->transport = strdup("sata");
         d->numa_node = -1;
         d->has_mq = true;
-        if (!d->name || !d->syspath || !d->transport)
-                abort();
-        if (plan_device_from_values(d, "test", values, irq_value ? irqs : NULL, tree, &p) < 0)
+        if (!d->name || !d->syspath || !d->transport ||
+            plan_device_from_values(d, "test", values, irq_value ? irqs : NULL, tree, &p) < 0)
                 abort();
         return p;
+}
+
+static DevicePlan *plan_for(const char *tree, const char *irq_value) {
+        char *values[_KNOB_MAX] = { [KNOB_RQ_AFFINITY] = (char *) "2" }; /* what child() writes */
+        return plan_with(tree, values, irq_value);
 }
 
 static void child(const char *tree, const char *dir, const char *irq_value, const char *irq) {
@@ -238,22 +242,6 @@ TEST(temporaries_of_a_killed_writer_are_removed) {
  * nr_requests and wbt_lat_usec beside a scheduler (the switch changes them);
  * a row planned later, by a reload, is added with the value it has then, and the
  * first original of a row stays. */
-static DevicePlan *plan_with(const char *tree, char *const values[_KNOB_MAX]) {
-        Device *d = calloc(1, sizeof(Device));
-        DevicePlan *p = NULL;
-        if (!d)
-                abort();
-        d->name = strdup("sda");
-        d->syspath = path_join(tree, "sys/block/sda");
-        d->transport = strdup("sata");
-        d->numa_node = -1;
-        d->has_mq = true;
-        if (!d->name || !d->syspath || !d->transport ||
-            plan_device_from_values(d, "test", values, NULL, tree, &p) < 0)
-                abort();
-        return p;
-}
-
 TEST(only_the_rows_the_plan_can_change_are_recorded) {
         char *tree = fake_tree();
         _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals");
@@ -269,7 +257,7 @@ TEST(only_the_rows_the_plan_can_change_are_recorded) {
         tmpdir_write(tree, "sys/block/sda/queue/read_ahead_kb", "128\n");
         tmpdir_write(tree, "sys/block/sda/queue/add_random", "1\n");
 
-        p = plan_with(tree, read_ahead);
+        p = plan_with(tree, read_ahead, NULL);
         ASSERT_INT_EQ(originals_record(dir, p), 0);
         device_plan_free(p);
         d = calloc(1, sizeof(Device));
@@ -287,7 +275,7 @@ TEST(only_the_rows_the_plan_can_change_are_recorded) {
         /* The tuned read-ahead stays recorded as it was; the scheduler, planned
          * now, comes with the two rows its switch changes. */
         tmpdir_write(tree, "sys/block/sda/queue/read_ahead_kb", "512\n");
-        p = plan_with(tree, sched);
+        p = plan_with(tree, sched, NULL);
         ASSERT_INT_EQ(originals_record(dir, p), 0);
         device_plan_free(p);
         ASSERT_INT_EQ(originals_load(dir, d, values, NULL), 0);

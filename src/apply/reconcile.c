@@ -562,7 +562,8 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
 
                 if (o->scopes && !(o->scopes & (1u << k->scope)))
                         continue;
-                _cleanup_(shared_rows_unlockp) pthread_mutex_t *shared = shared_rows_lock_for(k);
+                /* Held to the end of this row (the cleanup unlocks it). */
+                _cleanup_(shared_rows_unlockp) _unused_ pthread_mutex_t *shared = shared_rows_lock_for(k);
                 free(s->observed);
                 free(s->effective);
                 free(s->previous);

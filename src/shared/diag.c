@@ -40,7 +40,7 @@ void diag_done(Diag *d) {
         d->n_dropped = 0;
 }
 
-static int diag_addv(Diag *d, const Mark *m, const char *file, const char *fmt, va_list ap) {
+_printf_(4, 0) static int diag_addv(Diag *d, const Mark *m, const char *file, const char *fmt, va_list ap) {
         Diagnostic *n;
         Diagnostic x = {};
 

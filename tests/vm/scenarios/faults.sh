@@ -8,7 +8,9 @@
 # under the daemon; `iotunectl apply` running in a loop while the daemon tunes
 # and restarts.
 #
-# The same machine as daemon.sh (it may share that boot as 'daemon+faults').
+# The same machine as daemon.sh: the suite runs it on that boot, after it
+# ('daemon+faults'); it starts from the disks' values as daemon.sh left them
+# (every one restored) and no originals on record.
 # The random delays come from bash's $RANDOM seeded with IOTVM_FAULT_SEED (or a
 # fresh seed, printed): run with `--shell` and `IOTVM_FAULT_SEED=N iotvm_check
 # check_...` to replay one.
@@ -87,10 +89,16 @@ hot_add() {
 		fail "QMP device_add failed"
 }
 
+# QEMU takes the id hot1 again once the guest has released the slot (the
+# scenario before this one on a shared boot may have just removed it).
+hot_id_free() {
+	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep_q '\"hot1\"'" 30
+}
+
 hot_del() { # waits until the disk is gone and QEMU can take the id again
 	qmp '{"execute": "device_del", "arguments": {"id": "hot1"}}' >/dev/null || fail "QMP device_del failed"
 	wait_for '[[ -z $(hot_disk) ]]' 30 'ls /sys/block; dmesg | tail -n 20'
-	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep_q '\"hot1\"'" 30
+	hot_id_free
 }
 
 rmmod_null_blk() {
@@ -245,6 +253,7 @@ scenario_setup() {
 	assert_ok udevadm settle --timeout=60
 	snap_disk nullb0 nullb
 	rmmod_null_blk
+	hot_id_free
 	hot_add
 	wait_for '[[ -n $(hot_disk) && -e /sys/block/$(hot_disk)/queue/scheduler ]]' 30 'ls /sys/block'
 	assert_ok udevadm settle --timeout=60

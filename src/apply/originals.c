@@ -129,17 +129,23 @@ int originals_lock(const char *dir, int *ret_fd) {
 
         while (n > 1 && dir[n - 1] == '/')
                 n--;
-        if (asprintf_safe(&path, "%.*s.lock", (int) n, dir) < 0 || !(parent = strdup(path)))
+        if (asprintf_safe(&path, "%.*s.lock", (int) n, dir) < 0)
                 return -ENOMEM;
-        slash = strrchr(parent, '/');
-        if (slash && slash != parent) {
+        fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+        if (fd < 0 && errno == ENOENT) {
+                /* The first lock of a boot: /run/iotuned is made here. */
                 int r;
+                if (!(parent = strdup(path)))
+                        return -ENOMEM;
+                slash = strrchr(parent, '/');
+                if (!slash || slash == parent)
+                        return -ENOENT;
                 *slash = 0;
                 r = mkdir_p(parent, 0755);
                 if (r < 0)
                         return r;
+                fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
         }
-        fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)
@@ -247,7 +253,8 @@ static bool queue_row_touched(const DevicePlan *p, const Knob *kn) {
 /* The queue rows of the plan not recorded yet, their values now: a row planned
  * for the first time after a reload has not been written by us, so what it
  * holds is its original. The first original of each wins. */
-static void add_queue_originals(json_object *values, const DevicePlan *p, bool *changed) {
+static void add_queue_originals(json_object *values, const DevicePlan *p, const char *const read_now[_KNOB_MAX],
+                                bool *changed) {
         const Device *d = p->device;
 
         assert(values);
@@ -260,10 +267,15 @@ static void add_queue_originals(json_object *values, const DevicePlan *p, bool *
                         continue;
                 if (json_object_object_get_ex(values, kn->name, NULL))
                         continue;
-                /* Unreadable knobs (no WBT on this queue, old kernels) have nothing to restore. */
-                if (knob_read_queue(kn, d->syspath, &norm) < 0)
+                /* A row the caller read a moment ago, before any write, is not read
+                 * twice. Unreadable knobs (no WBT on this queue, old kernels) have
+                 * nothing to restore. */
+                if (read_now && read_now[k])
+                        json_object_object_add(values, kn->name, json_object_new_string(read_now[k]));
+                else if (knob_read_queue(kn, d->syspath, &norm) >= 0)
+                        json_object_object_add(values, kn->name, json_object_new_string(norm));
+                else
                         continue;
-                json_object_object_add(values, kn->name, json_object_new_string(norm));
                 *changed = true;
         }
 }
@@ -292,10 +304,10 @@ int originals_record(const char *dir, const DevicePlan *plan) {
         r = originals_lock(dir, &lock);
         if (r < 0)
                 return r;
-        return originals_record_locked(dir, plan);
+        return originals_record_locked(dir, plan, NULL);
 }
 
-int originals_record_locked(const char *dir, const DevicePlan *plan) {
+int originals_record_locked(const char *dir, const DevicePlan *plan, const char *const read_now[_KNOB_MAX]) {
         const Device *d = plan->device;
         json_object *old = NULL, *root, *values, *irqs;
         bool changed = false;
@@ -317,7 +329,7 @@ int originals_record_locked(const char *dir, const DevicePlan *plan) {
                         add_irq_originals(irqs, plan, &changed);
                         if (json_object_object_get_ex(old, "values", &values) &&
                             json_object_is_type(values, json_type_object)) {
-                                add_queue_originals(values, plan, &changed);
+                                add_queue_originals(values, plan, read_now, &changed);
                                 add_shared_originals(values, plan, &changed);
                         }
                         r = changed ? write_record(dir, d->name, old) : 0;
@@ -341,7 +353,7 @@ int originals_record_locked(const char *dir, const DevicePlan *plan) {
         json_object_object_add(root, "syspath", json_object_new_string(d->syspath));
         json_object_object_add(root, "diskseq", d->diskseq ? json_object_new_string(d->diskseq) : NULL);
         json_object_object_add(root, "recorded_realtime", json_object_new_int64((int64_t) time(NULL)));
-        add_queue_originals(values, plan, &changed);
+        add_queue_originals(values, plan, read_now, &changed);
         add_shared_originals(values, plan, &changed);
         json_object_object_add(root, "values", values);
         add_irq_originals(irqs, plan, &changed);

@@ -44,8 +44,11 @@ int originals_lock(const char *dir, int *ret_fd);
  * record through its writes to the disk, restore from its writes through
  * forgetting the record, so neither can slip between the other's steps (a
  * restore between apply's "already recorded" and its writes would leave the
- * disk tuned with no record). */
-int originals_record_locked(const char *dir, const DevicePlan *p);
+ * disk tuned with no record). `read_now` (may be NULL): queue rows the caller
+ * has read from the disk just now, before any write of its own, normalized,
+ * by knob id (NULL where not read): recorded as they are instead of being read
+ * again. */
+int originals_record_locked(const char *dir, const DevicePlan *p, const char *const read_now[_KNOB_MAX]);
 
 /* Remove the temporaries ("NAME.json.tmp.*") that a writer killed between
  * writing a record and renaming it into place left in `dir`, under the lock.

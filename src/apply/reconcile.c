@@ -480,8 +480,11 @@ static int record_failed(const char *dir, const Device *d, int r) {
 }
 
 /* Record the disk's originals before its first write (once per reconcile), taking
- * the originals lock, which *lock then holds until the caller returns. */
-static int record_once(DevicePlan *p, const ReconcileOptions *o, bool *recorded, int *lock) {
+ * the originals lock, which *lock then holds until the caller returns. The queue
+ * rows read so far in this reconcile (`read_now`) are all from before that write:
+ * recorded as read, not read again. */
+static int record_once(DevicePlan *p, const ReconcileOptions *o, const char *const read_now[_KNOB_MAX], bool *recorded,
+                       int *lock) {
         TIMING_SCOPE(TIMING_RECORD);
         int r;
 
@@ -494,7 +497,7 @@ static int record_once(DevicePlan *p, const ReconcileOptions *o, bool *recorded,
                 return 0;
         r = o->originals_locked ? 0 : originals_lock(o->originals_dir, lock);
         if (r >= 0)
-                r = originals_record_locked(o->originals_dir, p);
+                r = originals_record_locked(o->originals_dir, p, read_now);
         if (r < 0)
                 return record_failed(o->originals_dir, p->device, r);
         *recorded = true;
@@ -540,6 +543,8 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
          * waiting for a reboot or a rebind): nr_requests notes say what it will allow. */
         unsigned nr_tags_pending = 0;
         bool recorded = false;
+        /* Until the first write: the queue rows read in this reconcile, by knob id. */
+        const char *read_now[_KNOB_MAX] = {};
         /* Held from the record through the last write to this disk (closing it
          * releases it): a restore (the daemon stopping, `iotunectl restore`)
          * cannot put the originals back and forget them between this apply's
@@ -574,7 +579,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         continue; /* planned as unsupported */
                 if (scope_ops_of(k)->reconcile) {
                         /* The first write to this disk's world: record before it. */
-                        if (o->mode == RECONCILE_APPLY && (r = record_once(p, o, &recorded, &lock)) < 0)
+                        if (o->mode == RECONCILE_APPLY && (r = record_once(p, o, read_now, &recorded, &lock)) < 0)
                                 return r;
                         r = scope_ops_of(k)->reconcile(p, s, o);
                         if (r < 0)
@@ -617,6 +622,8 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         set_state(s, STATE_FAILED, r, "cannot read %s: %s", k->attr, file_strerror(r));
                         continue;
                 }
+                if (!recorded && k->scope == KNOB_SCOPE_QUEUE && s->irq < 0)
+                        read_now[k->id] = s->observed;
 
                 if (basis && k != basis && !basis_after && d->has_mq) {
                         /* Settings after the scheduler are resolved against the scheduler the
@@ -692,7 +699,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 }
 
                 /* APPLY: nothing is written before the originals are safe. */
-                r = record_once(p, o, &recorded, &lock);
+                r = record_once(p, o, read_now, &recorded, &lock);
                 if (r < 0)
                         return r;
                 free(why);

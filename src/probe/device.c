@@ -429,7 +429,9 @@ static int probe(struct udev_device *u, bool quick, Device **ret) {
                 d->serial = prop_dup(u, "ID_SERIAL_SHORT");
         if (!d->firmware)
                 d->firmware = prop_dup(u, "ID_REVISION");
-        d->wwn = attr_trimmed(u, "wwid");
+        /* The wwid attribute is a driver's (NVMe namespaces, SCSI disks): a disk of no
+         * device (null_blk, loop, zram, dm, md) has none to read. */
+        d->wwn = bare ? NULL : attr_trimmed(u, "wwid");
         if (!d->wwn)
                 d->wwn = prop_dup(u, "ID_WWN");
 

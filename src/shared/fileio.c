@@ -337,18 +337,22 @@ int write_file_atomic_full(const char *path, const char *contents, size_t len, W
         assert(path);
         assert(contents || len == 0);
 
-        dir = strdup(path);
-        if (!dir)
-                return -ENOMEM;
-        slash = strrchr(dir, '/');
-        if (slash && slash != dir) {
+        /* The directory is there nearly always: made only when the temporary's
+         * open says it is not (each mkdir is a system call per write otherwise). */
+        fd = open_temp(path, flags, &tmp);
+        if (fd == -ENOENT) {
+                dir = strdup(path);
+                if (!dir)
+                        return -ENOMEM;
+                slash = strrchr(dir, '/');
+                if (!slash || slash == dir)
+                        return fd;
                 *slash = 0;
                 r = mkdir_p(dir, 0755);
                 if (r < 0)
                         return r;
+                fd = open_temp(path, flags, &tmp);
         }
-
-        fd = open_temp(path, flags, &tmp);
         if (fd < 0)
                 return fd;
         while (done < len) {

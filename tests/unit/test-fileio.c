@@ -150,5 +150,28 @@ TEST(error_text) {
         ASSERT_STREQ(file_strerror(-ENOENT), "No such file or directory");
 }
 
+/* write_file_atomic makes the directories it is missing (only then: it tries the
+ * file first), in either temporary mode, and refuses a path whose parent is a
+ * file. */
+TEST(atomic_write_makes_missing_directories) {
+        char *dir = tmpdir_new();
+        _cleanup_free_ char *deep = path_join(dir, "a/b/c/record.json"), *excl = path_join(dir, "x/y/record.json"),
+                            *under_file = path_join(dir, "file/sub/record.json");
+        char *text = NULL;
+
+        ASSERT_INT_EQ(write_file_atomic(deep, "one", 3), 0);
+        ASSERT_INT_EQ(read_full_file(deep, 64, &text), 0);
+        ASSERT_STREQ(text, "one");
+        free(text);
+        ASSERT_INT_EQ(write_file_atomic_full(excl, "two", 3, WRITE_FILE_EXCL_TEMP), 0);
+        ASSERT_INT_EQ(read_full_file(excl, 64, &text), 0);
+        ASSERT_STREQ(text, "two");
+        free(text);
+        tmpdir_write(dir, "file", "x");
+        ASSERT_TRUE(write_file_atomic(under_file, "three", 5) < 0);
+        tmpdir_remove(dir);
+}
+
 TEST_MAIN(T(fifo_is_refused_without_blocking), T(fifo_with_reader_is_not_written), T(directory_and_device),
-          T(regular_files_and_limits), T(attributes_past_the_first_buffer), T(descriptor_readers), T(error_text))
+          T(regular_files_and_limits), T(attributes_past_the_first_buffer), T(descriptor_readers), T(error_text),
+          T(atomic_write_makes_missing_directories))

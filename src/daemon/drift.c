@@ -132,6 +132,10 @@ int manager_check_drift(Manager *m) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
+        /* A check over hundreds of disks frees as much as it allocates (every value
+         * read, the status document): handed back, or the heap keeps the high
+         * water mark of the largest check (26 of 30 MB free with 1024 disks). */
+        manager_trim_memory(m->plan.n);
         return 0;
 }
 

@@ -17,6 +17,8 @@ VM_DEVICES=(
 	"spare hot1"                                 # the hot-added controller's drive
 )
 VM_MEMORY=3072
+# TuneD is a Type=dbus service: the guest runs dbus-daemon (the suite masks it).
+VM_DBUS=1
 VM_STALL=900
 VM_TIMEOUT=3600
 

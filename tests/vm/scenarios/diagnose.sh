@@ -16,7 +16,6 @@ VM_NUMA=2
 VM_DEVICES=(
 	"nvme nv0 size=256M"         # pcie.0: no NUMA node; the latency profile (none)
 	"nvme nvn1 node=1 size=256M" # node 1; the mixed profile (mq-deadline)
-	"sata sata0"                 # AHCI: numa.sh's and irq.sh's, whose boot this shares
 )
 
 DROPIN_DIR=/etc/iotuned/iotuned.yaml.d

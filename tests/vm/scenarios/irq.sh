@@ -10,9 +10,9 @@
 
 VM_NUMA=2
 VM_DEVICES=(
-	"nvme nv0 size=256M"         # pcie.0: no NUMA node (-1)
-	"nvme nvn1 node=1 size=256M" # behind pxb-pcie on node 1 (CPU 1)
-	"sata sata0"                 # AHCI: one unmanaged MSI vector
+	"nvme nv0"          # pcie.0: no NUMA node (-1)
+	"nvme nvn1 node=1"  # behind pxb-pcie on node 1 (CPU 1)
+	"sata sata0"        # AHCI: one unmanaged MSI vector
 )
 
 DROPIN_DIR=/etc/iotuned/iotuned.yaml.d

@@ -6,9 +6,9 @@
 # The same machine as irq.sh, so that both run on one boot (meson's numa+irq).
 VM_NUMA=2
 VM_DEVICES=(
-	"nvme nv0 size=256M"         # pcie.0: no NUMA affinity
-	"nvme nvn1 node=1 size=256M" # behind pxb-pcie on node 1
-	"sata sata0"                 # AHCI (irq.sh's unmanaged vector)
+	"nvme nv0"          # pcie.0: no NUMA affinity
+	"nvme nvn1 node=1"  # behind pxb-pcie on node 1
+	"sata sata0"        # AHCI (irq.sh's unmanaged vector)
 )
 
 scenario_setup() {

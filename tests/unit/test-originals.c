@@ -242,6 +242,14 @@ TEST(temporaries_of_a_killed_writer_are_removed) {
  * nr_requests and wbt_lat_usec beside a scheduler (the switch changes them);
  * a row planned later, by a reload, is added with the value it has then, and the
  * first original of a row stays. */
+/* The queue rows a scheduler plan touches, at values the tests know. */
+static void write_queue_rows(const char *tree) {
+        tmpdir_write(tree, "sys/block/sda/queue/scheduler", "[mq-deadline] none\n");
+        tmpdir_write(tree, "sys/block/sda/queue/nr_requests", "64\n");
+        tmpdir_write(tree, "sys/block/sda/queue/wbt_lat_usec", "75000\n");
+        tmpdir_write(tree, "sys/block/sda/queue/read_ahead_kb", "128\n");
+}
+
 TEST(only_the_rows_the_plan_can_change_are_recorded) {
         char *tree = fake_tree();
         _cleanup_free_ char *dir = path_join(tree, "run/iotuned/originals");
@@ -251,10 +259,7 @@ TEST(only_the_rows_the_plan_can_change_are_recorded) {
         DevicePlan *p;
         Device *d;
 
-        tmpdir_write(tree, "sys/block/sda/queue/scheduler", "[mq-deadline] none\n");
-        tmpdir_write(tree, "sys/block/sda/queue/nr_requests", "64\n");
-        tmpdir_write(tree, "sys/block/sda/queue/wbt_lat_usec", "75000\n");
-        tmpdir_write(tree, "sys/block/sda/queue/read_ahead_kb", "128\n");
+        write_queue_rows(tree);
         tmpdir_write(tree, "sys/block/sda/queue/add_random", "1\n");
 
         p = plan_with(tree, read_ahead, NULL);
@@ -304,10 +309,7 @@ TEST(rows_read_just_now_are_recorded_as_given) {
         DevicePlan *p;
         Device *d;
 
-        tmpdir_write(tree, "sys/block/sda/queue/scheduler", "[mq-deadline] none\n");
-        tmpdir_write(tree, "sys/block/sda/queue/nr_requests", "64\n");
-        tmpdir_write(tree, "sys/block/sda/queue/wbt_lat_usec", "75000\n");
-        tmpdir_write(tree, "sys/block/sda/queue/read_ahead_kb", "128\n");
+        write_queue_rows(tree);
 
         p = plan_with(tree, sched, NULL);
         ASSERT_INT_EQ(originals_lock(dir, &lock), 0);

@@ -59,13 +59,15 @@ static int read_knob(const Device *d, const Knob *k, char **ret) {
         return k->normalize(raw, ret);
 }
 
-/* A file's row (queue, irq): the setting's own path, or the knob's attribute below the disk. */
-static int file_row_read(const Device *d, const Setting *s, char **ret_raw, char **ret_why) {
+/* A file's row (queue, irq): the setting's own path, or the knob's attribute below
+ * the disk; read through the row's kept descriptor once it has one. */
+static int file_row_read(const Device *d, Setting *s, char **ret_raw, char **ret_why) {
         assert(d);
         assert(s);
         assert(ret_raw);
 
-        return s->path ? read_attr(s->path, ret_raw) : read_attr_at(d->syspath, s->knob->attr, ret_raw);
+        return s->path ? read_attr_kept(s->path, NULL, &s->kept, ret_raw)
+                       : read_attr_kept(d->syspath, s->knob->attr, &s->kept, ret_raw);
 }
 
 static int file_row_write(const Device *d, const Setting *s, const char *value, char **ret_why) {
@@ -76,7 +78,7 @@ static int file_row_write(const Device *d, const Setting *s, const char *value, 
         return s->path ? write_attr(s->path, value) : write_attr_at(d->syspath, s->knob->attr, value);
 }
 
-static int ctrl_row_read(const Device *d, const Setting *s, char **ret_raw, char **ret_why) {
+static int ctrl_row_read(const Device *d, Setting *s, char **ret_raw, char **ret_why) {
         assert(d);
         assert(s);
         assert(ret_raw);
@@ -101,7 +103,7 @@ static int ctrl_row_changeable(const Device *d, const Setting *s, const char *va
 
 /* The ASPM row: s->path is the PCI function's link/ directory, NULL when the disk has
  * no PCI function. */
-static int link_row_read(const Device *d, const Setting *s, char **ret_raw, char **ret_why) {
+static int link_row_read(const Device *d, Setting *s, char **ret_raw, char **ret_why) {
         assert(d);
         assert(s);
         assert(ret_raw);
@@ -132,7 +134,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
 typedef struct ScopeOps {
         /* The raw value, for knob->normalize(). *ret_why (may be NULL) gets the reason
          * for a failure or -EOPNOTSUPP, where the scope has one. */
-        int (*read)(const Device *d, const Setting *s, char **ret_raw, char **ret_why);
+        int (*read)(const Device *d, Setting *s, char **ret_raw, char **ret_why);
         int (*write)(const Device *d, const Setting *s, const char *value, char **ret_why);
         /* 0 and *ret_why when the value cannot be set at all; NULL: it always can. */
         int (*changeable)(const Device *d, const Setting *s, const char *value, char **ret_why);
@@ -155,7 +157,7 @@ static const ScopeOps *scope_ops_of(const Knob *k) {
 }
 
 /* *ret_why (may be NULL) gets a controller row's reason for a failure or -EOPNOTSUPP. */
-static int read_setting(const Device *d, const Setting *s, char **ret, char **ret_why) {
+static int read_setting(const Device *d, Setting *s, char **ret, char **ret_why) {
         TIMING_SCOPE(TIMING_READ);
         _cleanup_free_ char *raw = NULL;
         int r;

@@ -52,11 +52,13 @@ bool manager_early_allowed(const Manager *m, const Device *d) {
         return true;
 }
 
-/* Plan the queue rows of the disk at `syspath` beside the kept plans; NULL when
- * it waits for udev's event. */
-static DevicePlan *plan_early(Manager *m, const char *syspath, int targets[_KNOB_MAX]) {
+/* Plan the queue rows of the disk of the kernel's event `u` beside the kept plans;
+ * NULL when it waits for udev's event. The event's own device is probed: the
+ * kernel's properties (DEVTYPE, DEVNAME, DISKSEQ) are in it, and no udev database
+ * entry exists yet to be read. */
+static DevicePlan *plan_early(Manager *m, struct udev_device *u, int targets[_KNOB_MAX]) {
         DiscoveryFilter f = tuner_discovery_filter(m->config);
-        const char *name = strrchr(syspath, '/') + 1;
+        const char *name = udev_device_get_sysname(u);
         DevicePlan *p = NULL;
         Device *d = NULL;
         int r;
@@ -69,7 +71,7 @@ static DevicePlan *plan_early(Manager *m, const char *syspath, int targets[_KNOB
                 return NULL;
         if (manager_disk_held(m, name))
                 return NULL;
-        r = tuner_probe_quick(&m->tuner, syspath, &d);
+        r = device_probe_quick(u, &d);
         if (r < 0) {
                 if (r != -ENODEV)
                         log_debug_errno(r, "%s: cannot probe it at the kernel's event: %m", name);
@@ -231,7 +233,7 @@ int manager_early_overdue(Manager *m, size_t i, uint64_t now) {
 
 static int on_kernel_batch(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
-        size_t n = strv_length(m->kernel_pending), k = MIN(n, (size_t) KERNEL_CHUNK);
+        size_t n = m->n_kernel_pending, k = MIN(n, (size_t) KERNEL_CHUNK);
 
         assert(m);
 
@@ -250,7 +252,7 @@ static int on_kernel_batch(sd_event_source *s, void *userdata) {
         for (size_t i = 0; i < k; i++) {
                 int targets[_KNOB_MAX];
                 DevicePlan *p = plan_early(m, m->kernel_pending[i], targets);
-                free(m->kernel_pending[i]);
+                m->kernel_pending[i] = udev_device_unref(m->kernel_pending[i]);
                 if (p) {
                         ReconcileOptions o = tuner_options(&m->tuner, RECONCILE_APPLY, targets, false);
                         o.scopes = 1u << KNOB_SCOPE_QUEUE;
@@ -259,14 +261,31 @@ static int on_kernel_batch(sd_event_source *s, void *userdata) {
                 }
                 manager_keepalive(m);
         }
-        memmove(m->kernel_pending, m->kernel_pending + k, (n - k + 1) * sizeof(char *)); /* with the NULL */
+        memmove(m->kernel_pending, m->kernel_pending + k, (n - k) * sizeof(struct udev_device *));
+        m->n_kernel_pending -= k;
         m->kernel_handled += k;
         if (n == k) {
+                free(m->kernel_pending);
+                m->kernel_pending = NULL;
+                m->kernel_pending_alloc = 0;
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 manager_trim_memory(m->kernel_handled);
                 m->kernel_handled = 0;
         }
         timing_end_log();
+        return 0;
+}
+
+static int queue_kernel_add(Manager *m, struct udev_device *u) {
+        if (m->n_kernel_pending == m->kernel_pending_alloc) {
+                size_t a = MAX(m->kernel_pending_alloc * 2, (size_t) KERNEL_CHUNK);
+                struct udev_device **q = reallocarray(m->kernel_pending, a, sizeof(struct udev_device *));
+                if (!q)
+                        return -ENOMEM;
+                m->kernel_pending = q;
+                m->kernel_pending_alloc = a;
+        }
+        m->kernel_pending[m->n_kernel_pending++] = u;
         return 0;
 }
 
@@ -278,15 +297,19 @@ static int on_kernel_event(sd_event_source *s, int fd, uint32_t revents, void *u
 
         while ((u = udev_monitor_receive_device(m->kernel_monitor))) {
                 const char *action = udev_device_get_action(u), *devtype = udev_device_get_devtype(u),
-                           *sub = udev_device_get_subsystem(u), *syspath = udev_device_get_syspath(u);
+                           *sub = udev_device_get_subsystem(u), *name = udev_device_get_sysname(u);
 
                 if (action && streq(action, "add") && sub && streq(sub, "block") && devtype && streq(devtype, "disk") &&
-                    syspath && strchr(syspath, '/') && strv_extend(&m->kernel_pending, syspath) < 0)
-                        log_oom();
+                    name && *name) {
+                        if (queue_kernel_add(m, u) >= 0)
+                                u = NULL;
+                        else
+                                log_oom();
+                }
                 udev_device_unref(u);
         }
         /* A lost kernel event needs nothing: udev's follows for every disk. */
-        if (m->kernel_pending)
+        if (m->n_kernel_pending > 0)
                 (void) sd_event_source_set_enabled(m->kernel_batch_source, SD_EVENT_ONESHOT);
         return 0;
 }

@@ -6,9 +6,11 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
 #include "events.h"
+#include "fileio.h"
 #include "log.h"
 #include "manager-internal.h"
 #include "originals.h"
@@ -31,7 +33,9 @@ Manager *manager_free(Manager *m) {
         udev_monitor_unref(m->monitor);
         udev_monitor_unref(m->kernel_monitor);
         strv_free(m->pending);
-        strv_free(m->kernel_pending);
+        for (size_t i = 0; i < m->n_kernel_pending; i++)
+                udev_device_unref(m->kernel_pending[i]);
+        free(m->kernel_pending);
         strv_free(m->pinned);
         strv_free(m->path_watch);
         free(m->path_watch_since);
@@ -57,6 +61,32 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
+/* Descriptors kept open for the rows read at every drift check (fileio.h): each
+ * costs the kernel a page for its seq_file buffer while it stays open, so there
+ * is a cap (4096 disks of four queue rows), and a reserve below the limit for
+ * everything else the daemon opens. */
+#define KEPT_ATTR_MAX 16384U
+#define FD_RESERVE 512U
+
+static void budget_kept_attrs(void) {
+        struct rlimit rl;
+        unsigned budget = 0;
+
+        /* The soft limit of 1024 is for select(2), which nothing here uses; the
+         * hard limit (systemd's default 524288) is what is given. */
+        if (getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
+                if (rl.rlim_cur < rl.rlim_max) {
+                        struct rlimit raised = { .rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max };
+                        if (setrlimit(RLIMIT_NOFILE, &raised) >= 0)
+                                rl = raised;
+                }
+                if (rl.rlim_cur > FD_RESERVE * 2)
+                        budget = (unsigned) MIN(rl.rlim_cur - FD_RESERVE, (rlim_t) KEPT_ATTR_MAX);
+        }
+        kept_attr_set_budget(budget);
+        log_debug("Up to %u attribute descriptors kept open between drift checks.", budget);
+}
+
 int manager_new(const char *root, const char *config_dir, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         int r;
@@ -66,6 +96,7 @@ int manager_new(const char *root, const char *config_dir, Manager **ret) {
         m = calloc(1, sizeof(Manager));
         if (!m)
                 return -ENOMEM;
+        budget_kept_attrs();
         r = tuner_init(&m->tuner, root, config_dir);
         if (r < 0)
                 return r;

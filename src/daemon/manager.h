@@ -28,7 +28,9 @@ typedef struct Manager {
         sd_event_source *monitor_source;
         sd_event_source *kernel_source;  /* the kernel's own uevents (kernel-event.c) */
         sd_event_source *kernel_batch_source; /* defer: handles kernel_pending */
-        char **kernel_pending;           /* syspaths of disks the kernel added, oldest first */
+        struct udev_device **kernel_pending; /* disks the kernel added, as its events gave them,
+                                          * oldest first */
+        size_t n_kernel_pending, kernel_pending_alloc;
         size_t kernel_handled;           /* of the current burst */
         bool rescan_pending;             /* udev events were lost: list every disk again (hotplug.c) */
         sd_event_source *batch_source;   /* defer: handles the queued udev events */

@@ -35,6 +35,7 @@ static void setting_done(Setting *s) {
         free(s->previous);
         free(s->note);
         free(s->writer);
+        kept_attr_close(&s->kept);
 }
 
 DevicePlan *device_plan_free(DevicePlan *p) {

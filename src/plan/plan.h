@@ -6,6 +6,7 @@
 #include "blockstat.h"
 #include "config.h"
 #include "device.h"
+#include "fileio.h"
 #include "finding.h"
 #include "irq.h"
 #include "knob.h"
@@ -62,6 +63,7 @@ typedef struct Setting {
                                * iotuned's own write, not somebody's change */
         char *writer;       /* the daemon: who else was found writing it, "udev rule
                              * /etc/udev/rules.d/60-io.rules:3", once it is in conflict */
+        KeptAttr kept;      /* a file row's attribute, open between reads (read_attr_kept()) */
         SettingRuntime rt;
 } Setting;
 

@@ -443,7 +443,10 @@ static int probe(struct udev_device *u, bool quick, Device **ret) {
                         d->numa_node = node;
         }
 
-        if (read_attr_at(d->syspath, "diskseq", &d->diskseq) < 0)
+        /* The kernel's uevent carries it (block/genhd.c block_uevent); the file for
+         * older kernels and trees without it. */
+        d->diskseq = prop_dup(u, "DISKSEQ");
+        if (!d->diskseq && read_attr_at(d->syspath, "diskseq", &d->diskseq) < 0)
                 d->diskseq = NULL;
         if (read_attr_at(d->syspath, "size", &v) == 0) {
                 uint64_t sectors;

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "macro.h"
@@ -16,7 +21,10 @@
 
 /* short_is_end: a read(2) that returns less than it was asked for has returned
  * the rest of the file (read_attr()), so the read that would return 0 is not made. */
-static int read_fd_full_internal(int fd, size_t max, bool short_is_end, char **ret, size_t *ret_len) {
+/* at_start: pread(2) from offset 0 on, whatever the descriptor's position (a kept
+ * sysfs descriptor read again: kernfs runs the attribute's show() afresh). */
+static int read_fd_full_internal(int fd, size_t max, bool short_is_end, bool at_start, char **ret,
+                                 size_t *ret_len) {
         /* Most reads are a sysfs value of a few bytes, and many are kept (a
          * setting's observed value, a disk's diskseq): they are read on the stack
          * and copied out at their size, so that each does not hold a page-sized
@@ -57,7 +65,7 @@ static int read_fd_full_internal(int fd, size_t max, bool short_is_end, char **r
                 /* Up to one byte more than allowed: a file that grew meanwhile is too big. */
                 if (room > max + 1 - len)
                         room = max + 1 - len;
-                n = read(fd, dst, room);
+                n = at_start ? pread(fd, dst, room, (off_t) len) : read(fd, dst, room);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -84,18 +92,18 @@ static int read_fd_full_internal(int fd, size_t max, bool short_is_end, char **r
 }
 
 int read_fd_full(int fd, size_t max, char **ret, size_t *ret_len) {
-        return read_fd_full_internal(fd, max, false, ret, ret_len);
+        return read_fd_full_internal(fd, max, false, false, ret, ret_len);
 }
 
 /* read_fd_full() without the trailing newlines and NULs. */
-static int read_fd_bounded(int fd, size_t max, bool short_is_end, char **ret) {
+static int read_fd_bounded_at(int fd, size_t max, bool short_is_end, bool at_start, char **ret) {
         char *buf;
         size_t len;
         int r;
 
         assert(ret);
 
-        r = read_fd_full_internal(fd, max, short_is_end, &buf, &len);
+        r = read_fd_full_internal(fd, max, short_is_end, at_start, &buf, &len);
         if (r < 0)
                 return r;
         while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\0'))
@@ -105,17 +113,16 @@ static int read_fd_bounded(int fd, size_t max, bool short_is_end, char **ret) {
         return 0;
 }
 
+static int read_fd_bounded(int fd, size_t max, bool short_is_end, char **ret) {
+        return read_fd_bounded_at(fd, max, short_is_end, false, ret);
+}
+
 const char *file_strerror(int r) {
         if (r == -EBADFD || r == EBADFD)
                 return "not a regular file";
         return strerror(r < 0 ? -r : r);
 }
 
-/* Open for reading without ever blocking in open(2) (a FIFO with no writer) and
- * insist on a regular file: a FIFO, socket or device where a file or an attribute
- * is expected would block read(2) or yield endless data. sysfs attributes and
- * procfs files are regular files, so this costs the real trees nothing. O_NONBLOCK
- * has no effect on regular files and stays set. */
 /* A descriptor opened for reading must be a regular file (of at most `max`
  * bytes by its size, when `check_size`: procfs and sysfs report sizes unrelated
  * to the contents, 0 or 4096). */
@@ -203,6 +210,81 @@ int read_attr(const char *path, char **ret) {
         if (fd < 0)
                 return fd;
         return read_fd_bounded(fd, ATTR_MAX, true, ret);
+}
+
+/* How many descriptors read_attr_kept() may hold open at once, all of them
+ * together (from every thread of a reconcile); 0 (the default) keeps none. */
+static atomic_uint kept_budget, kept_open;
+
+void kept_attr_set_budget(unsigned n) {
+        atomic_store(&kept_budget, n);
+}
+
+unsigned kept_attr_count(void) {
+        return atomic_load(&kept_open);
+}
+
+void kept_attr_close(KeptAttr *k) {
+        assert(k);
+
+        if (!k->open)
+                return;
+        (void) close(k->fd);
+        k->open = false;
+        k->fd = -1;
+        atomic_fetch_sub(&kept_open, 1);
+}
+
+/* A place under the budget for one more kept descriptor. */
+static bool kept_reserve(void) {
+        unsigned n = atomic_load(&kept_open);
+
+        do
+                if (n >= atomic_load(&kept_budget))
+                        return false;
+        while (!atomic_compare_exchange_weak(&kept_open, &n, n + 1));
+        return true;
+}
+
+int read_attr_kept(const char *path, const char *attr, KeptAttr *k, char **ret) {
+        _cleanup_free_ char *joined = NULL;
+        _cleanup_close_ int fd = -1;
+        struct statfs sfs;
+        int r;
+
+        assert(path);
+        assert(k);
+        assert(ret);
+
+        if (k->open) {
+                r = read_fd_bounded_at(k->fd, ATTR_MAX, true, true, ret);
+                if (r >= 0 || r == -ENOMEM)
+                        return r;
+                /* ENODEV: its node was removed (the disk went, and may be back under
+                 * the same name); whatever it was, the path answers afresh. */
+                kept_attr_close(k);
+        }
+        if (attr) {
+                joined = path_join(path, attr);
+                if (!joined)
+                        return -ENOMEM;
+        }
+        fd = open_regular(joined ?: path, 0, ATTR_MAX, false);
+        if (fd < 0)
+                return fd;
+        r = read_fd_bounded(fd, ATTR_MAX, true, ret);
+        if (r < 0)
+                return r;
+        /* Only the kernel's sysfs, asked of the kernel itself (not through libc,
+         * where umockdev's preload answers SYSFS_MAGIC for its tree of regular
+         * files): only kernfs runs show() again at each pread() and never replaces
+         * an attribute by a rename, which a kept descriptor of a regular file
+         * would go on reading. */
+        if (syscall(SYS_fstatfs, fd, &sfs) == 0 && sfs.f_type == SYSFS_MAGIC && kept_reserve()) {
+                k->fd = TAKE_FD(fd);
+                k->open = true;
+        }
+        return 0;
 }
 
 int read_attr_at(const char *dir, const char *attr, char **ret) {

@@ -154,7 +154,7 @@ int tuner_read_diskstats(const Tuner *t, DiskStats *ret) {
         return diskstats_parse(text, now_usec(CLOCK_MONOTONIC), ret);
 }
 
-static int probe(Tuner *t, const char *syspath, bool quick, Device **ret) {
+int tuner_probe(Tuner *t, const char *syspath, Device **ret) {
         struct udev_device *u;
         int r;
 
@@ -165,17 +165,9 @@ static int probe(Tuner *t, const char *syspath, bool quick, Device **ret) {
         u = udev_device_new_from_syspath(t->udev, syspath);
         if (!u)
                 return -ENODEV;
-        r = quick ? device_probe_quick(u, ret) : device_probe(u, ret);
+        r = device_probe(u, ret);
         udev_device_unref(u);
         return r;
-}
-
-int tuner_probe(Tuner *t, const char *syspath, Device **ret) {
-        return probe(t, syspath, false, ret);
-}
-
-int tuner_probe_quick(Tuner *t, const char *syspath, Device **ret) {
-        return probe(t, syspath, true, ret);
 }
 
 DiscoveryFilter tuner_discovery_filter(const Config *c) {

@@ -72,8 +72,6 @@ int tuner_read_diskstats(const Tuner *t, DiskStats *ret);
 /* The disk at `syspath` (a udev event's), probed: -ENODEV when it is gone
  * already or is not a disk iotuned tunes. */
 int tuner_probe(Tuner *t, const char *syspath, Device **ret);
-/* For the queue rows alone (device_probe_quick()). */
-int tuner_probe_quick(Tuner *t, const char *syspath, Device **ret);
 
 /* The configuration's choice of which kinds of disks to discover. */
 DiscoveryFilter tuner_discovery_filter(const Config *c);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "macro.h"
@@ -172,6 +173,66 @@ TEST(atomic_write_makes_missing_directories) {
         tmpdir_remove(dir);
 }
 
+/* read_attr_kept: a sysfs attribute's descriptor stays open within the budget and
+ * later reads go through it; anything else, or past the budget, is read_attr(); a
+ * kept descriptor that stops answering is dropped for the path. (That a pread()
+ * of a kept sysfs descriptor sees a new value is the kernel's, shown in the VM
+ * suite: every drift check reads through one.) */
+TEST(kept_attribute_descriptors) {
+        const char *attr = "/sys/devices/system/cpu/online";
+        char *dir = tmpdir_new(), *text = NULL, *plain = NULL;
+        _cleanup_free_ char *file = path_join(dir, "value");
+        KeptAttr a = {}, b = {}, c = {};
+
+        ASSERT_INT_EQ(read_attr(attr, &plain), 0);
+        /* No budget (the CLI): nothing kept. */
+        ASSERT_INT_EQ(read_attr_kept(attr, NULL, &a, &text), 0);
+        ASSERT_STREQ(text, plain);
+        free(text);
+        ASSERT_TRUE(!a.open);
+
+        kept_attr_set_budget(1);
+        ASSERT_INT_EQ(read_attr_kept("/sys/devices/system/cpu", "online", &a, &text), 0);
+        ASSERT_STREQ(text, plain);
+        free(text);
+        ASSERT_TRUE(a.open);
+        ASSERT_INT_EQ(kept_attr_count(), 1);
+        /* Through the kept descriptor: no path is needed any more. */
+        ASSERT_INT_EQ(read_attr_kept("/nonexistent", NULL, &a, &text), 0);
+        ASSERT_STREQ(text, plain);
+        free(text);
+        /* The budget is spent: read, not kept. */
+        ASSERT_INT_EQ(read_attr_kept(attr, NULL, &b, &text), 0);
+        ASSERT_STREQ(text, plain);
+        free(text);
+        ASSERT_TRUE(!b.open);
+        kept_attr_close(&a);
+        ASSERT_INT_EQ(kept_attr_count(), 0);
+
+        /* Not sysfs: read, never kept (a rename would leave it reading the old file). */
+        tmpdir_write(dir, "value", "42\n");
+        ASSERT_INT_EQ(read_attr_kept(file, NULL, &c, &text), 0);
+        ASSERT_STREQ(text, "42");
+        free(text);
+        ASSERT_TRUE(!c.open);
+
+        /* A kept descriptor that fails (here a directory's, EISDIR; a removed
+         * attribute's says ENODEV) is closed and the path read afresh. */
+        ASSERT_INT_EQ(read_attr_kept(attr, NULL, &b, &text), 0);
+        free(text);
+        ASSERT_TRUE(b.open);
+        ASSERT_TRUE(dup2(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), b.fd) == b.fd);
+        ASSERT_INT_EQ(read_attr_kept(file, NULL, &b, &text), 0);
+        ASSERT_STREQ(text, "42");
+        free(text);
+        ASSERT_TRUE(!b.open); /* the file read afresh is not sysfs */
+        ASSERT_INT_EQ(kept_attr_count(), 0);
+        ASSERT_INT_EQ(read_attr_kept("/nonexistent", NULL, &b, &text), -ENOENT);
+        kept_attr_set_budget(0);
+        free(plain);
+        tmpdir_remove(dir);
+}
+
 TEST_MAIN(T(fifo_is_refused_without_blocking), T(fifo_with_reader_is_not_written), T(directory_and_device),
           T(regular_files_and_limits), T(attributes_past_the_first_buffer), T(descriptor_readers), T(error_text),
-          T(atomic_write_makes_missing_directories))
+          T(atomic_write_makes_missing_directories), T(kept_attribute_descriptors))

@@ -268,10 +268,12 @@ static int on_kernel_batch(sd_event_source *s, void *userdata) {
                 free(m->kernel_pending);
                 m->kernel_pending = NULL;
                 m->kernel_pending_alloc = 0;
-                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 manager_trim_memory(m->kernel_handled);
                 m->kernel_handled = 0;
-        }
+        } else
+                /* Dispatched once (ONESHOT): the next chunk, after the loop has drained
+                 * the sockets, whether or not another kernel event comes to ask. */
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         timing_end_log();
         return 0;
 }

@@ -271,12 +271,24 @@ check_sigkill_restart_keeps_originals() {
 }
 
 check_burst_of_disks_all_tuned() {
-	local n=48 i missing
+	local n=48 i missing pid since early dropin=/run/systemd/system/iotuned.service.d/50-iotvm-timing.conf
 	# null_blk registers all its disks in one go: a burst of udev add events that
 	# iotuned must handle without losing any (mixed profile: mq-deadline, 256).
+	# The daemon is stopped (SIGSTOP) while the disks appear, so that every
+	# kernel and udev event of the burst waits in its socket at once: the
+	# kernel's are handled 16 at a time until none is left, each disk's queue
+	# written there (the "kernel add" timing lines count them), not only the
+	# first 16 with the rest left to udev's events, seconds later in a burst.
+	mkdir -p "${dropin%/*}"
+	printf '[Service]\nExecStart=\nExecStart=/usr/sbin/iotuned --timing\n' >"$dropin"
+	assert_ok systemctl daemon-reload
 	assert_ok systemctl start iotuned.service
+	pid=$(main_pid)
+	since=$(date +%s.%N)
+	kill -STOP "$pid"
 	assert_ok modprobe null_blk nr_devices=$n
 	wait_for "[[ -e /sys/block/nullb$((n - 1)) ]]" 30
+	kill -CONT "$pid"
 	wait_for "[[ \$(grep -l '\\[mq-deadline\\]' /sys/block/nullb*/queue/scheduler | wc -l) == $n ]]" 60 'grep -H . /sys/block/nullb*/queue/scheduler | head'
 	note "all $n null_blk disks at mq-deadline ${WAITED}s after modprobe"
 	missing=()
@@ -285,9 +297,13 @@ check_burst_of_disks_all_tuned() {
 	done
 	assert_eq "" "${missing[*]}" "disks without nr_requests 256"
 	wait_for "[[ \$(status_devices | grep -c '^nullb') == $n ]]" 20 'iotunectl status'
+	early=$(ijournal --since=@"$since" TIMING_TRIGGER="kernel add" -o json | jq -s 'map(.TIMING_DISKS | tonumber) | add // 0')
+	assert_eq "$n" "$early" "disks written at the kernel's add events"
 	assert_ok rmmod null_blk
 	wait_for "! status_devices | grep_q '^nullb'" 20 'iotunectl status'
 	assert_ok systemctl stop iotuned.service
+	rm -f "$dropin"
+	assert_ok systemctl daemon-reload
 }
 
 check_udev_rule_pins_profile() {

@@ -280,9 +280,14 @@ int read_attr_kept(const char *path, const char *attr, KeptAttr *k, char **ret) 
          * files): only kernfs runs show() again at each pread() and never replaces
          * an attribute by a rename, which a kept descriptor of a regular file
          * would go on reading. */
-        if (syscall(SYS_fstatfs, fd, &sfs) == 0 && sfs.f_type == SYSFS_MAGIC && kept_reserve()) {
+        if (k->elsewhere || !kept_reserve())
+                return 0;
+        if (syscall(SYS_fstatfs, fd, &sfs) == 0 && sfs.f_type == SYSFS_MAGIC) {
                 k->fd = TAKE_FD(fd);
                 k->open = true;
+        } else {
+                atomic_fetch_sub(&kept_open, 1);
+                k->elsewhere = true; /* not asked again (a procfs row, a test tree) */
         }
         return 0;
 }

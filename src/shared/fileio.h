@@ -24,6 +24,7 @@ int read_attr_at(const char *dir, const char *attr, char **ret);
 typedef struct KeptAttr {
         int fd;
         bool open;
+        bool elsewhere; /* the file is not on sysfs: never kept */
 } KeptAttr;
 
 /* read_attr() of `path`, or read_attr_at() of `path` and `attr` when attr is not

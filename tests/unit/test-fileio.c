@@ -215,13 +215,17 @@ TEST(kept_attribute_descriptors) {
         ASSERT_STREQ(text, "42");
         free(text);
         ASSERT_TRUE(!c.open);
+        ASSERT_TRUE(c.elsewhere);
+        ASSERT_INT_EQ(kept_attr_count(), 0);
 
         /* A kept descriptor that fails (here a directory's, EISDIR; a removed
          * attribute's says ENODEV) is closed and the path read afresh. */
         ASSERT_INT_EQ(read_attr_kept(attr, NULL, &b, &text), 0);
         free(text);
         ASSERT_TRUE(b.open);
-        ASSERT_TRUE(dup2(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), b.fd) == b.fd);
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(dfd >= 0 && dup2(dfd, b.fd) == b.fd);
+        ASSERT_TRUE(close(dfd) == 0);
         ASSERT_INT_EQ(read_attr_kept(file, NULL, &b, &text), 0);
         ASSERT_STREQ(text, "42");
         free(text);

@@ -58,6 +58,7 @@ METRICS = {
     "scale_sched_ra_after_last_ms": ("scale: last disk present -> scheduler and read-ahead of all set (ms)", True),
     "scale_after_last_ms": ("scale: last disk present -> all disks, all four knobs set (ms)", True),
     "scale_untuned_after_90s": ("scale: disks without all four knobs 90 s after the last appeared", False),
+    "scale_untuned_at_end": ("scale: disks seen tuned, no longer tuned at the end", False),
     "scale_cpu_ms_per_disk": ("scale: tool CPU per disk (ms)", True),
     "scale_rss_kb": ("scale: RSS with all disks (kB)", True),
     "scale_drift_check_cpu_ms": ("scale: one drift check over all disks, CPU (ms)", True),

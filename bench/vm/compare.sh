@@ -289,33 +289,66 @@ measure_drift() { # TOOL
 	done
 }
 
+# Scale: when is every disk of a burst tuned? Two cursors walk nullb0, nullb1, ...
+# in the order the kernel creates them, one for scheduler and read-ahead (what
+# TuneD's [disk] plugin sets on a new disk), one for all four knobs; at each
+# tick each advances over the disks that pass its check and stops at the first
+# that does not (absent yet, or not tuned yet). A disk once passed is not read
+# again, so a tick costs a read per knob of each disk newly tuned, and a cursor
+# reaches the end within a tick of its last disk being tuned. (Until commit
+# 23ba0fc the poller swept all the disks after the load, 2-4 s per sweep of
+# 1024 under the burst's load: that sweep, not the tools, was most of the
+# "all set" time.) modprobe runs in the background, as it creates the disks.
+# At the end one untimed sweep counts disks no longer tuned (0 expected: none
+# of the tools undoes its own writes).
 measure_scale() { # TOOL
-	local n=$SCALE i tl=0 t0 cpu0 cpu1 pid left ticks
-	local -a nulls=()
-	for ((i = 0; i < n; i++)); do nulls+=("nullb$i"); done
+	local n=$SCALE i tl=0 t0 t2=0 t4=0 c2=0 c4=0 cpu0 cpu1 pid left ticks mp
+	local last=/sys/block/nullb$((SCALE - 1))/queue/scheduler
 	pid=$(pid_of "$1" 2>/dev/null || :)
 	ticks=$(getconf CLK_TCK)
 	[[ -n $pid && $pid != 0 ]] && cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	us
 	t0=$REPLY
-	modprobe null_blk nr_devices="$n" || fail "modprobe null_blk failed"
-	# the last disk present
-	while [[ ! -e /sys/block/nullb$((n - 1))/queue/scheduler ]]; do tick; done
-	us
-	tl=$REPLY
+	modprobe null_blk nr_devices="$n" &
+	mp=$!
+	while :; do
+		# The last disk present: seen here, or by a cursor that passed it.
+		if ((tl == 0)) && [[ -e $last ]]; then
+			us
+			tl=$REPLY
+		fi
+		while ((c2 < n)) && disk_ok2 "nullb$c2" "$NULL_SCHED"; do c2=$((c2 + 1)); done
+		if ((c2 == n && t2 == 0)); then
+			us
+			t2=$REPLY
+			((tl)) || tl=$t2
+		fi
+		while ((c4 < n)) && disk_ok "nullb$c4" "$NULL_SCHED"; do c4=$((c4 + 1)); done
+		if ((c4 == n && t4 == 0)); then
+			us
+			t4=$REPLY
+			((tl)) || tl=$t4
+		fi
+		((t4)) && break
+		us
+		((tl && REPLY - tl > 90000000)) && break
+		if ((tl == 0)) && ! kill -0 "$mp" 2>/dev/null && [[ ! -e $last ]]; then
+			wait "$mp" || fail "modprobe null_blk nr_devices=$n failed"
+			fail "modprobe null_blk nr_devices=$n returned without creating nullb$((n - 1))"
+		fi
+		tick
+	done
+	wait "$mp" || fail "modprobe null_blk failed"
 	sample "$1" scale_load_ms $(((tl - t0) / 1000))
-	if wait_all_tuned nulls "$NULL_SCHED" 60 disk_ok2; then
-		sample "$1" scale_sched_ra_after_last_ms $(((REPLY - tl) / 1000))
-	else
-		sample "$1" scale_sched_ra_after_last_ms never
-	fi
-	if wait_all_tuned nulls "$NULL_SCHED" 30; then
-		sample "$1" scale_after_last_ms $(((REPLY - tl) / 1000))
-	else
+	if ((t2)); then sample "$1" scale_sched_ra_after_last_ms $(((t2 - tl) / 1000)); else sample "$1" scale_sched_ra_after_last_ms never; fi
+	if ((t4)); then
+		sample "$1" scale_after_last_ms $(((t4 - tl) / 1000))
 		left=0
-		for i in "${nulls[@]}"; do disk_ok "$i" "$NULL_SCHED" || left=$((left + 1)); done
+		for ((i = 0; i < n; i++)); do disk_ok "nullb$i" "$NULL_SCHED" || left=$((left + 1)); done
+		sample "$1" scale_untuned_at_end "$left"
+	else
 		sample "$1" scale_after_last_ms never
-		sample "$1" scale_untuned_after_90s "$left"
+		sample "$1" scale_untuned_after_90s $((n - c4))
 	fi
 	if [[ -n $pid && $pid != 0 ]]; then
 		cpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")

@@ -28,6 +28,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->kernel_batch_source);
         sd_event_source_disable_unref(m->batch_source);
         sd_event_source_disable_unref(m->drift_source);
+        sd_event_source_disable_unref(m->trim_source);
         sd_event_source_disable_unref(m->path_watch_source);
         sd_event_unref(m->event);
         udev_monitor_unref(m->monitor);

@@ -35,6 +35,8 @@ typedef struct Manager {
         bool rescan_pending;             /* udev events were lost: list every disk again (hotplug.c) */
         sd_event_source *batch_source;   /* defer: handles the queued udev events */
         sd_event_source *drift_source;
+        sd_event_source *trim_source;    /* time: the heap trimmed once a burst's events stop */
+        size_t trim_disks;               /* disks handled by events since the last trim */
 
         Tuner tuner;                     /* root, paths, udev, topology, IRQs, rebound controllers */
         struct udev_monitor *monitor;

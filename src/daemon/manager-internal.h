@@ -141,6 +141,17 @@ void manager_arm_path_poll(Manager *m);
  * after udev's rules ran): its queue rows are written at once. */
 #define EARLY_WAIT_USEC (10 * USEC_PER_SEC)
 int manager_watch_kernel(Manager *m);
+/* The kernel sends a new disk's "add" event before it sets the disk's read-ahead
+ * from its queue limits (block/genhd.c device_add_disk: disk_uevent(KOBJ_ADD), then
+ * disk_update_readahead(), in 6.1, Debian 12's kernel): a read_ahead_kb written at
+ * the kernel's event can be put back to the kernel's default a moment later, when
+ * the thread adding the disk was preempted in between (seen under a burst of
+ * null_blk disks in the test-bed guest, one disk in 128). Found at udev's event
+ * holding exactly the value read before the early write, it is that, not a udev
+ * rule (one writing the kernel's default back reads the same and is taken for it).
+ * Then `s` (written again at udev's event) is reported from that value, and true
+ * is returned: not drift. */
+bool manager_early_readahead_reset(const DevicePlan *p, Setting *s, const char *before_early);
 /* Whether the configuration plans `d` the same before udev has run as after. */
 bool manager_early_allowed(const Manager *m, const Device *d);
 /* udev's "add" of a disk tuned at the kernel's event, whose plan has queue rows

@@ -441,7 +441,11 @@ static int tune_finish(Manager *m, TuneJob *j) {
         manager_stamp_changes(m, p);
         for (size_t k = 0; k < p->n_settings; k++) {
                 Setting *s = &p->settings[k];
-                if (j->same && j->idx >= 0 && m->udev_action && replan_found_drift(j->prev, s))
+                const Setting *o = j->same && j->idx >= 0 && j->prev->early_usec ? old_setting(j->prev, s) : NULL;
+                if (o && o->state == STATE_CHANGED && m->udev_action && streq(m->udev_action, "add") &&
+                    manager_early_readahead_reset(p, s, o->previous))
+                        ; /* the kernel's own read-ahead set-up, not a writer: not drift */
+                else if (j->same && j->idx >= 0 && m->udev_action && replan_found_drift(j->prev, s))
                         manager_note_drift(m, p, s, manager_now(m, CLOCK_MONOTONIC),
                                            streq(m->udev_action, "add") ? DRIFT_SEEN_UDEV_ADD
                                                                         : DRIFT_SEEN_UDEV_CHANGE);

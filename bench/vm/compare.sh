@@ -329,6 +329,13 @@ measure_scale() { # TOOL
 			t4=$REPLY
 			((tl)) || tl=$t4
 		fi
+		# A disk with all four set has its scheduler and read-ahead set: the
+		# first cursor is never behind the second (it may have stopped at a disk
+		# a moment before its knobs were written, and the loop ends with t4).
+		if ((c4 > c2)); then
+			c2=$c4
+			if ((c2 == n && t2 == 0)); then t2=$t4; fi
+		fi
 		((t4)) && break
 		us
 		((tl && REPLY - tl > 90000000)) && break

@@ -217,13 +217,27 @@ check_hotplug_udev_rule_rewrite_is_drift() {
 # be put back to the kernel's default a moment later; found at udev's event
 # holding exactly the value read before the early write, it is reported as that,
 # written again, and not counted as drift. The race itself cannot be forced from
-# here: a slowed udev rule writes the kernel's default (128) after iotuned's
-# early write, which reads the same. (The limit of the rule: such a rule is taken
-# for the kernel; one writing any other value is drift, the check above.)
+# here: a udev rule writes the kernel's default (128) once iotuned's early write
+# is seen (read_ahead_kb 0, the latency profile's), which reads the same. (The
+# limit of the rule: such a rule is taken for the kernel; one writing any other
+# value is drift, the check above.)
 check_hotplug_readahead_back_at_kernel_default_is_not_drift() {
-	local disk rule=/etc/udev/rules.d/60-iotvm-legacy.rules since
+	local disk rule=/etc/udev/rules.d/60-iotvm-legacy.rules since wait=/run/iotvm-wait-early
 	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep_q '\"hot1\"'" 30
-	printf 'ACTION=="add", SUBSYSTEM=="block", KERNEL=="nvme*n*", PROGRAM=="/bin/sleep 1", ATTR{queue/read_ahead_kb}="128"\n' >"$rule"
+	# The rule matches (and writes) only after the early write, within 10 s.
+	cat >"$wait" <<-'EOF'
+		#!/bin/sh
+		i=0
+		until [ "$(cat "/sys/block/$1/queue/read_ahead_kb")" = 0 ]; do
+			i=$((i + 1))
+			[ "$i" -le 100 ] || { echo "$1: read_ahead_kb never 0" >>/run/iotvm-wait-early.log; exit 1; }
+			sleep 0.1
+		done
+		echo "$1: read_ahead_kb 0 after $i waits" >>/run/iotvm-wait-early.log
+	EOF
+	chmod +x "$wait"
+	rm -f /run/iotvm-wait-early.log
+	printf 'ACTION=="add", SUBSYSTEM=="block", KERNEL=="nvme*n*", PROGRAM=="%s %%k", ATTR{queue/read_ahead_kb}="128"\n' "$wait" >"$rule"
 	assert_ok udevadm control --reload
 	since=$(date +%s)
 	qmp '{"execute": "device_add", "arguments": {"driver": "nvme", "id": "hot1", "serial": "hot1", "drive": "hot1", "bus": "rp1"}}' >/dev/null ||
@@ -231,11 +245,12 @@ check_hotplug_readahead_back_at_kernel_default_is_not_drift() {
 	wait_for '[[ -n $(disk_by_serial hot1) ]]' 30 'ls /sys/block'
 	disk=$(disk_by_serial hot1)
 	wait_for "ijournal --since=@$since | grep_q '$disk: read_ahead_kb back at 128 when udev.s add event arrived'" 30 \
-		"ijournal --since=@$since -n 30; cat /sys/block/$disk/queue/read_ahead_kb"
+		"ijournal --since=@$since -n 30; cat /sys/block/$disk/queue/read_ahead_kb /run/iotvm-wait-early.log"
+	note "$(cat /run/iotvm-wait-early.log)"
 	assert_eq "" "$(ijournal --since=@$since DEVICE=$disk DRIFT_SEEN=udev-add -o cat)" "drift entries of $disk"
 	assert_file_eq "/sys/block/$disk/queue/read_ahead_kb" 0
 	wait_for "ijournal --since=@$since DEVICE=$disk | grep_q '$disk: read_ahead_kb 128 -> 0 (profile latency)'" 10 "ijournal --since=@$since -n 30"
-	rm -f "$rule"
+	rm -f "$rule" "$wait"
 	assert_ok udevadm control --reload
 	qmp '{"execute": "device_del", "arguments": {"id": "hot1"}}' >/dev/null || fail "QMP device_del failed"
 	wait_for "[[ ! -e /sys/block/$disk ]]" 30

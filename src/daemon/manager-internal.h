@@ -150,7 +150,7 @@ int manager_watch_kernel(Manager *m);
  * holding exactly the value read before the early write, it is that, not a udev
  * rule (one writing the kernel's default back reads the same and is taken for it).
  * Then `s` (written again at udev's event) is reported from that value, and true
- * is returned: not drift. */
+ * is returned: not drift. In tuning.c, beside the re-plan path that uses it too. */
 bool manager_early_readahead_reset(const DevicePlan *p, Setting *s, const char *before_early);
 /* Whether the configuration plans `d` the same before udev has run as after. */
 bool manager_early_allowed(const Manager *m, const Device *d);

@@ -194,6 +194,27 @@ static bool replan_found_drift(const DevicePlan *old, const Setting *s) {
                streq_ptr(o->observed, o->effective);
 }
 
+bool manager_early_readahead_reset(const DevicePlan *p, Setting *s, const char *before_early) {
+        char *v;
+
+        assert(p);
+        assert(s);
+
+        if (s->knob->id != KNOB_READ_AHEAD_KB || s->state != STATE_CHANGED || s->reset_by || !before_early ||
+            !s->previous || !streq(s->previous, before_early))
+                return false;
+        log_info("%s: %s back at %s when udev's add event arrived: the kernel sets a new disk's read-ahead after "
+                 "its add event; written again.",
+                 p->device->name, setting_label(s), s->previous);
+        /* Reported as the kernel's event's change: from the value before it. */
+        v = strdup(before_early);
+        if (v) {
+                free(s->previous);
+                s->previous = v;
+        }
+        return true;
+}
+
 /* The disk's queue rows were written at the kernel's "add" event (kernel-event.c)
  * and udev's event found `s` as they were left: what this pass reports (the
  * journal's "tuned" rows, status.json) is that change, not "already ok". */

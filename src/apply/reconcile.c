@@ -569,6 +569,12 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
 
                 if (o->scopes && !(o->scopes & (1u << k->scope)))
                         continue;
+                /* Controller and module rows are read, judged and written with what the
+                 * controller says of itself (Identify, its granted queues): asked here,
+                 * once, so that a disk without such rows costs its controller no
+                 * admin command (and the process no libnvme). */
+                if ((k->scope == KNOB_SCOPE_CTRL || k->scope == KNOB_SCOPE_MODULE) && p->device->nvme)
+                        nvme_ctrl_identify_once(p->device->nvme);
                 /* Held to the end of this row (the cleanup unlocks it). */
                 _cleanup_(shared_rows_unlockp) _unused_ pthread_mutex_t *shared = shared_rows_lock_for(k);
                 free(s->observed);

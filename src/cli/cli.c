@@ -14,7 +14,10 @@
 int cli_init(Cli *c) {
         assert(c);
 
-        return tuner_init(&c->tuner, c->root, c->config_dir);
+        int r = tuner_init(&c->tuner, c->root, c->config_dir);
+        /* A one-shot command reports what each controller says of itself. */
+        c->tuner.identify_all = true;
+        return r;
 }
 
 void cli_done(Cli *c) {

@@ -168,12 +168,14 @@ static int command_result(int r, const char *what, char **ret_why) {
                 return 0;
         if (r < 0) {
                 r = errno > 0 ? errno : EIO;
-                if (asprintf_safe(ret_why, "%s failed: %s", what, strerror(r)) < 0)
+                if (r == ELIBACC ? asprintf_safe(ret_why, "%s not sent: libnvme is not available (%s)", what,
+                                                 nvme_command_unavailable() ?: "unknown error") < 0
+                                 : asprintf_safe(ret_why, "%s failed: %s", what, strerror(r)) < 0)
                         return -ENOMEM;
                 return -EIO;
         }
         if (asprintf_safe(ret_why, "controller answered %s with status 0x%x (%s)", what,
-                          (unsigned) nvme_status_get_value(r), nvme_status_to_string(r, false)) < 0)
+                          (unsigned) nvme_status_get_value(r), nvme_command_status_string(r)) < 0)
                 return -ENOMEM;
         return -EIO;
 }
@@ -189,7 +191,7 @@ static int read_apst(int fd, NvmeHealth *h) {
         assert(fd >= 0);
         assert(h);
 
-        r = command_result(nvme_identify_ctrl(fd, &id), "Identify Controller", &h->apst_error);
+        r = command_result(nvme_command_identify_ctrl(fd, &id), "Identify Controller", &h->apst_error);
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
         nvme_health_from_id_ctrl(&id, h);
@@ -201,7 +203,7 @@ static int read_apst(int fd, NvmeHealth *h) {
          * words come from nvme-command.h (libnvme 1.3's nvme_get_features_auto_pst()
          * is one of the helpers that send the wrong ones). */
         nvme_feature_get_args(&a, fd, NVME_FEAT_FID_AUTO_PST, &dw, table, sizeof(table));
-        r = command_result(nvme_get_features(&a), "Get Features 0x0c (APST)", &h->apst_error);
+        r = command_result(nvme_command_get_features(&a), "Get Features 0x0c (APST)", &h->apst_error);
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
         h->apst_enabled = dw & 1u;
@@ -240,7 +242,7 @@ int nvme_health_read(const NvmeCtrl *c, NvmeHealth *ret) {
          * read-only look must not acknowledge a pending SMART / Health event for
          * the tool that handles it (smartd, a fleet agent); with RAE 0 the
          * controller would consider it seen. */
-        r = command_result(nvme_get_log_smart(fd, NVME_NSID_ALL, true, &log), "Get Log Page 02h (SMART)",
+        r = command_result(nvme_command_get_log_smart(fd, NVME_NSID_ALL, true, &log), "Get Log Page 02h (SMART)",
                            &h.smart_error);
         if (r == -ENOMEM)
                 goto fail;

@@ -106,7 +106,10 @@ static int command_result(int r, uint8_t fid, const char *what, char **ret_why) 
                 return 0;
         if (r < 0) {
                 r = -errno;
-                if (ret_why)
+                if (ret_why && r == -ELIBACC)
+                        (void) asprintf_safe(ret_why, "%s feature 0x%02x not sent: libnvme is not available (%s)",
+                                             what, fid, nvme_command_unavailable() ?: "unknown error");
+                else if (ret_why)
                         (void) asprintf_safe(ret_why, "%s feature 0x%02x failed: %s", what, fid, strerror(-r));
                 return r;
         }
@@ -115,7 +118,7 @@ static int command_result(int r, uint8_t fid, const char *what, char **ret_why) 
         sc = NVME_GET(status, SC);
         if (ret_why)
                 (void) asprintf_safe(ret_why, "controller answered %s feature 0x%02x with status 0x%x (%s)", what, fid,
-                                     status, nvme_status_to_string(r, false));
+                                     status, nvme_command_status_string(r));
         /* Generic status Invalid Field in Command is how a controller says it does not
          * implement a feature; 0x0D is Feature Identifier Not Saveable, 0x0E Feature
          * Not Changeable (NVMe 2.0 figure 102 and figure 107). */
@@ -145,7 +148,7 @@ static int get_feature(const NvmeCtrl *c, uint8_t fid, bool caps, uint32_t *ret_
         else /* Only APST returns data (its table); the buffer is there for it. */
                 nvme_feature_get_args(&a, fd, fid, &result, fid == NVME_FEAT_FID_AUTO_PST ? data : NULL,
                                       fid == NVME_FEAT_FID_AUTO_PST ? sizeof(data) : 0);
-        r = command_result(nvme_get_features(&a), fid, caps ? "Get Features (capabilities of)" : "Get Features",
+        r = command_result(nvme_command_get_features(&a), fid, caps ? "Get Features (capabilities of)" : "Get Features",
                            ret_why);
         close(fd);
         if (r == 0)
@@ -180,22 +183,26 @@ int nvme_ctrl_set_feature(const NvmeCtrl *c, uint8_t fid, uint32_t cdw11, char *
                 return fd;
         nvme_feature_set_args(&a, fd, fid, cdw11, &result, fid == NVME_FEAT_FID_AUTO_PST ? table : NULL,
                               fid == NVME_FEAT_FID_AUTO_PST ? sizeof(table) : 0);
-        r = command_result(nvme_set_features(&a), fid, "Set Features", ret_why);
+        r = command_result(nvme_command_set_features(&a), fid, "Set Features", ret_why);
         close(fd);
         return r;
 }
 
-static void identify(NvmeCtrl *c) {
+void nvme_ctrl_identify_once(NvmeCtrl *c) {
         struct nvme_id_ctrl id = {};
         uint32_t dw = 0;
         int fd, r;
 
         assert(c);
 
+        if (c->identify_asked)
+                return;
+        TIMING_SCOPE(TIMING_PROBE_NVME);
+        c->identify_asked = true;
         fd = open_ctrl(c, &c->identify_error);
         if (fd < 0)
                 return;
-        r = command_result(nvme_identify_ctrl(fd, &id), 0, "Identify", &c->identify_error);
+        r = command_result(nvme_command_identify_ctrl(fd, &id), 0, "Identify", &c->identify_error);
         close(fd);
         if (r < 0)
                 return;
@@ -251,7 +258,7 @@ static unsigned pcie_max_queue_entries(struct udev_device *u) {
         return (lo & 0xffffu) + 1;
 }
 
-static int ctrl_probe(struct udev_device *u, bool talk, NvmeCtrl **ret) {
+static int ctrl_probe(struct udev_device *u, bool bar, NvmeCtrl **ret) {
         TIMING_SCOPE(TIMING_PROBE_NVME);
         assert(u);
         assert(ret);
@@ -283,12 +290,10 @@ static int ctrl_probe(struct udev_device *u, bool talk, NvmeCtrl **ret) {
         free(n);
         c->queue_count = sysattr_uint(u, "queue_count");
         c->sqsize = sysattr_uint(u, "sqsize");
-        if (talk && c->transport && streq(c->transport, "pcie"))
+        if (bar && c->transport && streq(c->transport, "pcie"))
                 c->max_queue_entries = pcie_max_queue_entries(u);
         pm = path_join(c->syspath, "power/pm_qos_latency_tolerance_us");
         c->has_pm_qos = pm && access(pm, F_OK) == 0;
-        if (talk)
-                identify(c);
         *ret = TAKE_PTR(c);
         return 0;
 }

@@ -8,9 +8,9 @@
 
 #include "macro.h"
 
-/* One NVMe controller (/sys/class/nvme/nvmeX): its identity from sysfs, and from
- * Identify Controller and Get Features 0x07 sent through libnvme. Read once per
- * discovery, never written. */
+/* One NVMe controller (/sys/class/nvme/nvmeX): its identity from sysfs, and, once
+ * asked for (nvme_ctrl_identify_once), from Identify Controller and Get Features 0x07
+ * sent through libnvme. */
 /* nvme_ctrl_dup() copies each string below: a new one needs its copy there. */
 typedef struct NvmeCtrl {
         char *name;         /* nvme0 */
@@ -25,6 +25,7 @@ typedef struct NvmeCtrl {
         unsigned max_queue_entries; /* CAP.MQES + 1: the most entries an I/O queue may have,
                                      * read from BAR 0 on PCIe; 0 if unknown */
         bool has_pm_qos;       /* power/pm_qos_latency_tolerance_us: the kernel drives APST */
+        bool identify_asked;   /* nvme_ctrl_identify_once() ran: the fields below are its answers */
         bool identified;       /* Identify Controller answered */
         char *identify_error;  /* why it did not (no device node, permission, status) */
         bool apsta;            /* Identify Controller APSTA bit 0 */
@@ -39,12 +40,19 @@ NvmeCtrl *nvme_ctrl_free(NvmeCtrl *c);
 int nvme_ctrl_dup(const NvmeCtrl *c, NvmeCtrl **ret);
 DEFINE_TRIVIAL_CLEANUP_FUNC(NvmeCtrl *, nvme_ctrl_free);
 
-/* Probe the controller behind udev device `u` (subsystem "nvme"). Admin command
- * failures are recorded in identify_error, not returned: a controller we cannot
- * talk to is still one we can describe. */
+/* Describe the controller behind udev device `u` (subsystem "nvme") from sysfs and,
+ * on PCIe, CAP.MQES from its BAR. No admin command: see nvme_ctrl_identify_once(). */
 int nvme_ctrl_probe(struct udev_device *u, NvmeCtrl **ret);
-/* Sysfs only: no admin command, no BAR read (identified stays false). */
+/* Sysfs only: no BAR read either. */
 int nvme_ctrl_probe_sysfs(struct udev_device *u, NvmeCtrl **ret);
+/* Identify Controller, Get Features 0x07 and (where the controller has the SEL
+ * field) the capabilities of 0x08: the facts a controller row is planned and
+ * verified with, and reports show. Once per NvmeCtrl (later calls return at
+ * once); asked only when needed (a controller or module row, a one-shot report),
+ * so a daemon whose profiles set no controller feature sends no admin command and
+ * never loads libnvme. Failures are recorded in identify_error, not returned: a
+ * controller we cannot talk to is still one we can describe. */
+void nvme_ctrl_identify_once(NvmeCtrl *c);
 
 /* Generic Get/Set Features on the controller (libnvme nvme_get_features() and
  * nvme_set_features(), with the words of nvme-command.h). 0 on success;

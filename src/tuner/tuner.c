@@ -260,6 +260,9 @@ int tuner_plan(Tuner *t, const Config *c, char *const *names, DeviceList *device
                 plan_done(&full);
         }
         device_list_done(devices);
+        for (size_t i = 0; r >= 0 && t->identify_all && i < p.n; i++)
+                if (p.devices[i]->device->nvme)
+                        nvme_ctrl_identify_once(p.devices[i]->device->nvme);
         if (r >= 0)
                 r = plan_confine_to_root(&p, t->root);
         if (r < 0) {

@@ -40,6 +40,12 @@ typedef struct Tuner {
          * `apply: rebind` rebinds a controller once per set of queue counts, so
          * one that comes back short is not rebound forever. */
         char **rebound;
+        /* Identify every NVMe controller tuner_plan() plans (the one-shot commands,
+         * whose reports show each controller's facts). Otherwise a controller is
+         * asked only when one of its rows needs the answer (reconcile_device()):
+         * the daemon on a fleet of disks without controller rows sends no admin
+         * command and never loads libnvme. */
+        bool identify_all;
 } Tuner;
 
 /* root: NULL, "" or "/" for the real system. config_dir: NULL for the standard

@@ -250,6 +250,32 @@ class DaemonTest(unittest.TestCase):
         self.stop()
         self.assertEqual(fake.sets(0x08)[-1], 0x0000, "stop restores the original (off)")
 
+    def test_a_controller_without_controller_rows_is_never_asked(self):
+        """The daemon sends an admin command (and loads libnvme) only for a row that
+        needs the controller's answer; `iotunectl plan` still reports its facts."""
+        self.bed.nvme(0)
+        fake = self.bed.controllers["nvme0"]
+        self.conf("profiles/queues.yaml", "queue: { scheduler: mq-deadline, rq_affinity: 2 }\n")
+        self.conf("iotuned.yaml.d/50-queues.yaml", "default_profile: queues\nrules: []\n")
+        self.start()
+        self.assertEqual(self.bed.read("nvme0n1", "queue/rq_affinity"), "2")
+        # a drift check, which reads every row, asks nothing either
+        self.bed.write("nvme0n1", "queue/rq_affinity", "1")
+        wait_for(lambda: "nvme0n1: rq_affinity drifted to 1 (desired 2); put back" in self.daemon_log(),
+                 timeout=5 * INTERVAL + 2, what="a drift check put rq_affinity back")
+        self.assertEqual(fake.commands, [], "admin commands sent for a profile without controller rows")
+        with open(f"/proc/{self.proc.pid}/maps") as f:
+            self.assertNotIn("libnvme", f.read())
+        nv = [d for d in self.status()["devices"] if d["device"] == "nvme0n1"][0]["facts"]["nvme"]
+        self.assertFalse(nv["identified"])
+        self.assertIsNone(nv["identify_error"])
+        plan = json.loads(self.ctl("--json", "plan").stdout)
+        nv = [d for d in plan["devices"] if d["device"] == "nvme0n1"][0]["facts"]["nvme"]
+        self.assertTrue(nv["identified"])
+        self.assertEqual(nv["granted_io_sq"], 2)
+        self.assertTrue(fake.commands, "iotunectl plan identifies the controller")
+        self.stop()
+
     def test_metrics_textfile(self):
         self.bed.nvme(0)
         self.bed.sata("sda")

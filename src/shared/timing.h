@@ -5,8 +5,9 @@
  * reacts to (start, a udev batch, a kernel event, a drift check, a reload), and
  * the code it calls marks its phases with timing_enter()/timing_leave(). The
  * accounting is exclusive: a phase entered inside another pauses the outer one,
- * so the phases add up to the span's wall time, the rest being "other". Outside
- * a span the marks cost one branch. One span at a time, on the thread that
+ * so the phases add up to the span's wall time, the rest being "other" (the
+ * marks count x86's time-stamp counter, shared out over the wall time at the
+ * end; see ticks() in timing.c). Outside a span the marks cost one branch. One span at a time, on the thread that
  * opened it; marks on other threads (reconcile_devices()'s) do nothing. */
 
 #include <stdbool.h>

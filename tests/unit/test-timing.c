@@ -36,9 +36,12 @@ TEST(phases_are_exclusive_and_add_up_to_the_wall_time) {
 
         ASSERT_STREQ(s.trigger, "udev batch");
         ASSERT_INT_EQ(s.disks, 2);
-        ASSERT_TRUE(s.usec[TIMING_PROBE_NVME] >= 5000);
-        ASSERT_TRUE(s.usec[TIMING_PROBE_UDEV] >= 4000);
-        ASSERT_TRUE(s.usec[_TIMING_MAX] >= 2000);
+        /* Phases are counted in the CPU's time-stamp counter and scaled to the wall
+         * time at the end: within 1% of the spins (a clock slewed by NTP runs at
+         * another rate than the counter). */
+        ASSERT_TRUE(s.usec[TIMING_PROBE_NVME] >= 4950);
+        ASSERT_TRUE(s.usec[TIMING_PROBE_UDEV] >= 3960);
+        ASSERT_TRUE(s.usec[_TIMING_MAX] >= 1980);
         /* Exclusive: nested time is not counted twice, and everything is somewhere. */
         uint64_t sum = 0;
         for (unsigned p = 0; p <= _TIMING_MAX; p++)
@@ -68,7 +71,7 @@ TEST(marks_outside_a_span_do_nothing) {
         }
         timing_leave(); /* unbalanced: ignored */
         timing_end(&s);
-        ASSERT_TRUE(s.usec[TIMING_READ] >= 1000);
+        ASSERT_TRUE(s.usec[TIMING_READ] >= 990);
         ASSERT_INT_EQ(s.disks, 0);
 }
 

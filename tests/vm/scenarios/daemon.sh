@@ -180,52 +180,17 @@ check_hotplug_is_tuned() {
 	assert_not_exists "/run/iotuned/originals/$disk.json"
 }
 
-# A hot-added disk's queue is written at the kernel's add event, before udev's
-# rules run; a legacy rule that rewrites a knob on "add" (slowed down here, so
-# that it surely acts after iotuned) is caught when udev's event arrives: put
-# back at once and counted as drift with DRIFT_SEEN=udev-add, the rule named.
-# Without the kernel-event path there would be no drift here: udev's event
-# would simply be the disk's first tuning.
-check_hotplug_udev_rule_rewrite_is_drift() {
-	local disk rule=/etc/udev/rules.d/60-iotvm-legacy.rules since
+# The two checks below hot-add hot1 under a legacy udev rule that writes
+# read_ahead_kb on "add". The rule matches (and writes) only once iotuned's
+# early write is seen (read_ahead_kb 0, the latency profile's), within 10 s:
+# an order that holds however slow the guest is, where a rule slowed by a fixed
+# sleep raced iotuned's early write on a loaded host.
+LEGACY_RULE=/etc/udev/rules.d/60-iotvm-legacy.rules
+WAIT_EARLY=/run/iotvm-wait-early
+legacy_rule_after_early_write() { # VALUE
 	# The previous check's device_del: QEMU frees the id once the guest released the slot.
 	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep_q '\"hot1\"'" 30
-	printf 'ACTION=="add", SUBSYSTEM=="block", KERNEL=="nvme*n*", PROGRAM=="/bin/sleep 1", ATTR{queue/read_ahead_kb}="1024"\n' >"$rule"
-	assert_ok udevadm control --reload
-	since=$(date +%s)
-	qmp '{"execute": "device_add", "arguments": {"driver": "nvme", "id": "hot1", "serial": "hot1", "drive": "hot1", "bus": "rp1"}}' >/dev/null ||
-		fail "QMP device_add failed"
-	wait_for '[[ -n $(disk_by_serial hot1) ]]' 30 'ls /sys/block'
-	disk=$(disk_by_serial hot1)
-	wait_for "ijournal --since=@$since DEVICE=$disk KNOB=read_ahead_kb DRIFT_SEEN=udev-add -o cat | grep_q ." 30 \
-		"ijournal --since=@$since -n 30; cat /sys/block/$disk/queue/read_ahead_kb"
-	note "$(ijournal --since=@$since DEVICE=$disk DRIFT_SEEN=udev-add -o cat | head -n 1)"
-	assert_match "60-iotvm-legacy.rules:1" "$(ijournal --since=@$since DEVICE=$disk DRIFT_SEEN=udev-add -o json | grep -o '"WRITER":"[^"]*"' | head -n 1)" "WRITER"
-	# The final state is the profile's, and the disk's "tuned" entry reports what changed.
-	assert_file_eq "/sys/block/$disk/queue/read_ahead_kb" 0
-	assert_eq 2 "$(cat "/sys/block/$disk/queue/rq_affinity")" "rq_affinity"
-	wait_for "ijournal --since=@$since DEVICE=$disk | grep_q '$disk: rq_affinity 1 -> 2 (profile latency)'" 10 "ijournal --since=@$since -n 30"
-	rm -f "$rule"
-	assert_ok udevadm control --reload
-	qmp '{"execute": "device_del", "arguments": {"id": "hot1"}}' >/dev/null || fail "QMP device_del failed"
-	wait_for "[[ ! -e /sys/block/$disk ]]" 30
-	wait_for "! status_devices | grep_q -x $disk" 10
-}
-
-# The kernel sends a new disk's "add" event before it sets the disk's read-ahead
-# (block/genhd.c device_add_disk), so a read_ahead_kb written at that event can
-# be put back to the kernel's default a moment later; found at udev's event
-# holding exactly the value read before the early write, it is reported as that,
-# written again, and not counted as drift. The race itself cannot be forced from
-# here: a udev rule writes the kernel's default (128) once iotuned's early write
-# is seen (read_ahead_kb 0, the latency profile's), which reads the same. (The
-# limit of the rule: such a rule is taken for the kernel; one writing any other
-# value is drift, the check above.)
-check_hotplug_readahead_back_at_kernel_default_is_not_drift() {
-	local disk rule=/etc/udev/rules.d/60-iotvm-legacy.rules since wait=/run/iotvm-wait-early
-	wait_for "! qmp '{\"execute\": \"qom-list\", \"arguments\": {\"path\": \"/machine/peripheral\"}}' | grep_q '\"hot1\"'" 30
-	# The rule matches (and writes) only after the early write, within 10 s.
-	cat >"$wait" <<-'EOF'
+	cat >"$WAIT_EARLY" <<-'EOF'
 		#!/bin/sh
 		i=0
 		until [ "$(cat "/sys/block/$1/queue/read_ahead_kb")" = 0 ]; do
@@ -235,26 +200,72 @@ check_hotplug_readahead_back_at_kernel_default_is_not_drift() {
 		done
 		echo "$1: read_ahead_kb 0 after $i waits" >>/run/iotvm-wait-early.log
 	EOF
-	chmod +x "$wait"
+	chmod +x "$WAIT_EARLY"
 	rm -f /run/iotvm-wait-early.log
-	printf 'ACTION=="add", SUBSYSTEM=="block", KERNEL=="nvme*n*", PROGRAM=="%s %%k", ATTR{queue/read_ahead_kb}="128"\n' "$wait" >"$rule"
+	printf 'ACTION=="add", SUBSYSTEM=="block", KERNEL=="nvme*n*", PROGRAM=="%s %%k", ATTR{queue/read_ahead_kb}="%s"\n' \
+		"$WAIT_EARLY" "$1" >"$LEGACY_RULE"
 	assert_ok udevadm control --reload
-	since=$(date +%s)
+}
+# REPLY: the disk of hot1, once it is there.
+hot_add_hot1() {
 	qmp '{"execute": "device_add", "arguments": {"driver": "nvme", "id": "hot1", "serial": "hot1", "drive": "hot1", "bus": "rp1"}}' >/dev/null ||
 		fail "QMP device_add failed"
 	wait_for '[[ -n $(disk_by_serial hot1) ]]' 30 'ls /sys/block'
-	disk=$(disk_by_serial hot1)
+	REPLY=$(disk_by_serial hot1)
+}
+hot_remove_hot1() { # DISK
+	rm -f "$LEGACY_RULE" "$WAIT_EARLY"
+	assert_ok udevadm control --reload
+	qmp '{"execute": "device_del", "arguments": {"id": "hot1"}}' >/dev/null || fail "QMP device_del failed"
+	wait_for "[[ ! -e /sys/block/$1 ]]" 30
+	wait_for "! status_devices | grep_q -x $1" 10
+}
+
+# A hot-added disk's queue is written at the kernel's add event, before udev's
+# rules run; a legacy rule that rewrites a knob on "add" (after iotuned's
+# write, see above) is caught when udev's event arrives: put back at once and
+# counted as drift with DRIFT_SEEN=udev-add, the rule named. Without the
+# kernel-event path there would be no drift here: udev's event would simply be
+# the disk's first tuning (and the rule would never match).
+check_hotplug_udev_rule_rewrite_is_drift() {
+	local disk since
+	legacy_rule_after_early_write 1024
+	since=$(date +%s)
+	hot_add_hot1
+	disk=$REPLY
+	wait_for "ijournal --since=@$since DEVICE=$disk KNOB=read_ahead_kb DRIFT_SEEN=udev-add -o cat | grep_q ." 30 \
+		"ijournal --since=@$since -n 30; cat /sys/block/$disk/queue/read_ahead_kb /run/iotvm-wait-early.log"
+	note "$(cat /run/iotvm-wait-early.log)"
+	note "$(ijournal --since=@$since DEVICE=$disk DRIFT_SEEN=udev-add -o cat | head -n 1)"
+	assert_match "60-iotvm-legacy.rules:1" "$(ijournal --since=@$since DEVICE=$disk DRIFT_SEEN=udev-add -o json | grep -o '"WRITER":"[^"]*"' | head -n 1)" "WRITER"
+	# The final state is the profile's, and the disk's "tuned" entry reports what changed.
+	assert_file_eq "/sys/block/$disk/queue/read_ahead_kb" 0
+	assert_eq 2 "$(cat "/sys/block/$disk/queue/rq_affinity")" "rq_affinity"
+	wait_for "ijournal --since=@$since DEVICE=$disk | grep_q '$disk: rq_affinity 1 -> 2 (profile latency)'" 10 "ijournal --since=@$since -n 30"
+	hot_remove_hot1 "$disk"
+}
+
+# The kernel sends a new disk's "add" event before it sets the disk's read-ahead
+# (block/genhd.c device_add_disk), so a read_ahead_kb written at that event can
+# be put back to the kernel's default a moment later; found at udev's event
+# holding exactly the value read before the early write, it is reported as that,
+# written again, and not counted as drift. The race itself cannot be forced from
+# here: the legacy rule writes the kernel's default (128) after iotuned's early
+# write, which reads the same. (The limit of the rule: such a rule is taken for
+# the kernel; one writing any other value is drift, the check above.)
+check_hotplug_readahead_back_at_kernel_default_is_not_drift() {
+	local disk since
+	legacy_rule_after_early_write 128
+	since=$(date +%s)
+	hot_add_hot1
+	disk=$REPLY
 	wait_for "ijournal --since=@$since | grep_q '$disk: read_ahead_kb back at 128 when udev.s add event arrived'" 30 \
 		"ijournal --since=@$since -n 30; cat /sys/block/$disk/queue/read_ahead_kb /run/iotvm-wait-early.log"
 	note "$(cat /run/iotvm-wait-early.log)"
 	assert_eq "" "$(ijournal --since=@$since DEVICE=$disk DRIFT_SEEN=udev-add -o cat)" "drift entries of $disk"
 	assert_file_eq "/sys/block/$disk/queue/read_ahead_kb" 0
 	wait_for "ijournal --since=@$since DEVICE=$disk | grep_q '$disk: read_ahead_kb 128 -> 0 (profile latency)'" 10 "ijournal --since=@$since -n 30"
-	rm -f "$rule" "$wait"
-	assert_ok udevadm control --reload
-	qmp '{"execute": "device_del", "arguments": {"id": "hot1"}}' >/dev/null || fail "QMP device_del failed"
-	wait_for "[[ ! -e /sys/block/$disk ]]" 30
-	wait_for "! status_devices | grep_q -x $disk" 10
+	hot_remove_hot1 "$disk"
 }
 
 check_bad_reload_keeps_old_config() {

@@ -57,12 +57,13 @@ int irqbalance_find(const char *root, IrqBalance *ret) {
         return r;
 }
 
-/* Every step is bounded by one deadline: irqbalance answers from the loop that
- * rebalances, and a stopped (SIGSTOP) or stuck irqbalance still has the kernel
- * queue our connection and data until its backlog of one connection is full,
- * after which a blocking connect(2) would wait for ever. SO_SNDTIMEO bounds that
- * wait and the send; EAGAIN from either means the time ran out. */
-static int request(const IrqBalance *b, const char *cmd, unsigned timeout_ms, char **ret_reply) {
+/* Connect and send `cmd`. irqbalance answers from the loop that rebalances, and
+ * a stopped (SIGSTOP) or stuck irqbalance still has the kernel queue our
+ * connection and data until its backlog of one connection is full, after which a
+ * blocking connect(2) would wait for ever. With timeout_ms, SO_SNDTIMEO bounds
+ * that wait and the send (EAGAIN from either means the time ran out); without,
+ * the socket does not block and a full backlog is -EAGAIN at once. */
+int irqbalance_send(const IrqBalance *b, const char *cmd, unsigned timeout_ms) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         union {
                 struct cmsghdr h;
@@ -73,64 +74,108 @@ static int request(const IrqBalance *b, const char *cmd, unsigned timeout_ms, ch
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
                              .msg_controllen = sizeof(control) };
         struct cmsghdr *cm;
-        struct timeval tv;
         _cleanup_close_ int fd = -1;
-        uint64_t deadline;
 
         assert(b);
         assert(cmd);
 
-        if (timeout_ms == 0)
-                timeout_ms = IRQBALANCE_TIMEOUT_MS;
-        deadline = now_usec(CLOCK_MONOTONIC) / 1000 + timeout_ms;
         if (strlen(b->socket_path) >= sizeof(sa.sun_path) || strlen(cmd) >= IRQBALANCE_CMD_MAX)
                 return -E2BIG;
         strcpy(sa.sun_path, b->socket_path);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (timeout_ms ? 0 : SOCK_NONBLOCK), 0);
         if (fd < 0)
                 return negative_errno();
-        tv = (struct timeval) { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
-        if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+        if (timeout_ms) {
+                struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+                if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+                        return negative_errno();
+        }
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                if (errno == EAGAIN || errno == EINPROGRESS)
+                        return timeout_ms ? -ETIMEDOUT : -EAGAIN;
                 return negative_errno();
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : negative_errno();
+        }
 
         cm = CMSG_FIRSTHDR(&mh);
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_CREDENTIALS;
         cm->cmsg_len = CMSG_LEN(sizeof(cred));
         memcpy(CMSG_DATA(cm), &cred, sizeof(cred));
+        /* A command is far smaller than a fresh connection's buffer: a send that
+         * would block means the time ran out (or, without one, a peer that reads
+         * nothing). */
         if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
-                return errno == EAGAIN ? -ETIMEDOUT : negative_errno();
+                return errno == EAGAIN ? (timeout_ms ? -ETIMEDOUT : -EAGAIN) : negative_errno();
+        return TAKE_FD(fd);
+}
 
-        if (ret_reply) {
-                char buf[8192];
-                size_t len = 0;
-                for (;;) {
-                        struct pollfd p = { .fd = fd, .events = POLLIN };
-                        uint64_t now = now_usec(CLOCK_MONOTONIC) / 1000;
-                        ssize_t n;
-                        int q;
-                        if (now >= deadline)
-                                return -ETIMEDOUT;
-                        q = poll(&p, 1, (int) MIN(deadline - now, (uint64_t) INT32_MAX));
-                        if (q < 0 && errno == EINTR)
-                                continue;
-                        if (q <= 0)
-                                return q == 0 ? -ETIMEDOUT : negative_errno();
-                        n = recv(fd, buf + len, sizeof(buf) - 1 - len, MSG_DONTWAIT);
-                        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-                                continue;
-                        if (n < 0)
-                                return negative_errno();
-                        if (n == 0 || (len += n) >= sizeof(buf) - 1)
-                                break;
-                }
-                buf[len] = 0;
-                *ret_reply = strdup(buf);
-                if (!*ret_reply)
+void irqbalance_reply_done(IrqBalanceReply *reply) {
+        assert(reply);
+
+        free(reply->text);
+        *reply = (IrqBalanceReply) {};
+}
+
+int irqbalance_reply_read(int fd, IrqBalanceReply *reply) {
+        assert(fd >= 0);
+        assert(reply);
+
+        if (!reply->text) {
+                reply->text = malloc(IRQBALANCE_REPLY_MAX + 1);
+                if (!reply->text)
                         return -ENOMEM;
+                reply->len = 0;
         }
+        for (;;) {
+                ssize_t n = recv(fd, reply->text + reply->len, IRQBALANCE_REPLY_MAX - reply->len, MSG_DONTWAIT);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return errno == EAGAIN ? 0 : negative_errno();
+                reply->len += n;
+                /* irqbalance closes the connection after its answer; what does not fit
+                 * is not read (a setup reply lists the IRQs first). */
+                if (n == 0 || reply->len == IRQBALANCE_REPLY_MAX) {
+                        reply->text[reply->len] = 0;
+                        return 1;
+                }
+        }
+}
+
+/* One blocking exchange within timeout_ms (0: IRQBALANCE_TIMEOUT_MS). */
+static int request(const IrqBalance *b, const char *cmd, unsigned timeout_ms, char **ret_reply) {
+        _cleanup_(irqbalance_reply_done) IrqBalanceReply reply = {};
+        _cleanup_close_ int fd = -1;
+        uint64_t deadline;
+
+        assert(b);
+        assert(cmd);
+        assert(ret_reply);
+
+        if (timeout_ms == 0)
+                timeout_ms = IRQBALANCE_TIMEOUT_MS;
+        deadline = now_usec(CLOCK_MONOTONIC) / 1000 + timeout_ms;
+        fd = irqbalance_send(b, cmd, timeout_ms);
+        if (fd < 0)
+                return fd;
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                uint64_t now = now_usec(CLOCK_MONOTONIC) / 1000;
+                int q;
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                q = poll(&p, 1, (int) MIN(deadline - now, (uint64_t) INT32_MAX));
+                if (q < 0 && errno == EINTR)
+                        continue;
+                if (q <= 0)
+                        return q == 0 ? -ETIMEDOUT : negative_errno();
+                q = irqbalance_reply_read(fd, &reply);
+                if (q < 0)
+                        return q;
+                if (q > 0)
+                        break;
+        }
+        *ret_reply = TAKE_PTR(reply.text);
         return 0;
 }
 
@@ -202,7 +247,11 @@ int irqbalance_set_banned(const IrqBalance *b, unsigned timeout_ms, const unsign
                 if (off >= sizeof(cmd))
                         return -E2BIG;
         }
-        return request(b, cmd, timeout_ms, NULL);
+        int fd = irqbalance_send(b, cmd, timeout_ms);
+        if (fd < 0)
+                return fd;
+        close(fd);
+        return 0;
 }
 
 /* ---- the record of our bans ---------------------------------------------------- */

@@ -38,8 +38,29 @@ int irqbalance_find(const char *root, IrqBalance *ret);
 int irqbalance_get_banned(const IrqBalance *b, unsigned timeout_ms, unsigned **ret, size_t *ret_n);
 
 /* Replace the banned list. irqbalance sends no reply: success means the command
- * was handed to its socket, not that it was applied; a later "setup" shows that. */
+ * was handed to its socket, not that it was applied; a later "setup" shows that.
+ * timeout_ms bounds connecting and sending as irqbalance_send()'s does: 0 does
+ * not wait (-EAGAIN when irqbalance's listen backlog is full). */
 int irqbalance_set_banned(const IrqBalance *b, unsigned timeout_ms, const unsigned *irqs, size_t n);
+
+/* The exchange in pieces, for a caller that waits on its own event loop. */
+/* Connect to irqbalance's socket and send cmd; returns the connected socket. With
+ * timeout_ms, connecting and sending wait at most that long (-ETIMEDOUT); with 0,
+ * the socket does not block, and irqbalance's listen backlog being full (it has
+ * not taken the connections before ours) is -EAGAIN at once. */
+int irqbalance_send(const IrqBalance *b, const char *cmd, unsigned timeout_ms);
+
+/* A reply being read: at most IRQBALANCE_REPLY_MAX bytes are kept. */
+#define IRQBALANCE_REPLY_MAX 8191u
+typedef struct IrqBalanceReply {
+        char *text; /* NUL-terminated once complete */
+        size_t len;
+} IrqBalanceReply;
+void irqbalance_reply_done(IrqBalanceReply *reply);
+/* Read what has come on fd, without waiting: 1 when the reply is complete
+ * (irqbalance closed the connection, or the limit was reached), 0 when more may
+ * come, a negative errno on failure. */
+int irqbalance_reply_read(int fd, IrqBalanceReply *reply);
 
 /* For tests: parse a "setup" reply. */
 int irqbalance_parse_setup(const char *reply, unsigned **ret, size_t *ret_n);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,8 +42,7 @@ static void set_irqbalance_state(Manager *m, const char *fmt, ...) {
 /* irqbalance answers its socket from the same loop that rebalances, which under
  * load (or emulation) takes seconds: ask it only when something changed (our set
  * of vectors, its pid, bans left by an earlier run) and otherwise at most this
- * often, to see bans someone else replaced and confirm withdrawn ones. A drift
- * check must not wait on irqbalance every interval. */
+ * often, to see bans someone else replaced and confirm withdrawn ones. */
 #define IRQBALANCE_RECHECK_USEC (30 * USEC_PER_SEC)
 /* At stop, withdrawing the bans is retried until irqbalance's "setup" shows them
  * gone or this long after SIGTERM (well inside a stop timeout of 10 s, and
@@ -138,27 +138,11 @@ void manager_load_bans_record(Manager *m) {
                  m->bans_path, n == 1 ? "" : "s", list ?: "?", pid);
 }
 
-/* Ban exactly the vectors we pin (of profiles with keep_irqbalance_away) and
- * keep every other ban irqbalance has: its "settings ban irqs" replaces the
- * whole list, so we send (current - ours before) + ours now, where "ours before"
- * is every ban that may be ours (claimed_bans: sent, not seen withdrawn yet,
- * leftovers of an earlier run included). A restarted irqbalance (new PID) lost
- * our bans; they are sent again. stopping: withdraw ours. Without the socket we
- * still verify and re-assert, and say so.
- *
- * Returns 0 when irqbalance is in the state we want, as its reply has just shown
- * (or it is gone, and our bans with it), 1 when a change was sent (to be seen in
- * a later reply), or a negative errno when irqbalance could not be asked or told.
- * timeout_ms bounds each request (0: IRQBALANCE_TIMEOUT_MS). */
-static int manager_sync_irqbalance_full(Manager *m, bool stopping, unsigned timeout_ms) {
-        _cleanup_free_ unsigned *want = NULL, *current = NULL, *own = NULL, *next = NULL, *claim = NULL,
-                                *withdrawn = NULL;
-        size_t n_want = 0, n_current = 0, n_own = 0, n_next = 0, n_claim = 0, n_withdrawn = 0;
-        IrqBalance b = {};
-        bool same;
-        int r;
-
-        assert(m);
+/* The vectors we ban: those we pin for profiles with keep_irqbalance_away (none
+ * when stopping). */
+static int wanted_bans(const Manager *m, bool stopping, unsigned **ret, size_t *ret_n) {
+        _cleanup_free_ unsigned *want = NULL;
+        size_t n_want = 0;
 
         for (size_t i = 0; !stopping && i < m->plan.n; i++) {
                 const DevicePlan *p = m->plan.devices[i];
@@ -169,10 +153,45 @@ static int manager_sync_irqbalance_full(Manager *m, bool stopping, unsigned time
                         /* Managed vectors are the kernel's; irqbalance cannot move them either. */
                         if (s->irq >= 0 && s->state != STATE_MANAGED && s->state != STATE_FAILED &&
                             irqset_add(&want, &n_want, (unsigned) s->irq) < 0)
-                                return log_oom();
+                                return -ENOMEM;
                 }
         }
+        *ret = TAKE_PTR(want);
+        *ret_n = n_want;
+        return 0;
+}
 
+static int sync_failed(Manager *m, int error) {
+        set_irqbalance_state(m, "socket %s unusable (%s): IRQs are verified and re-asserted only",
+                             m->irqbalance.socket_path, strerror(-error));
+        return error;
+}
+
+/* Ban exactly the vectors we pin (of profiles with keep_irqbalance_away) and
+ * keep every other ban irqbalance has: its "settings ban irqs" replaces the
+ * whole list, so we send (current - ours before) + ours now, where "ours before"
+ * is every ban that may be ours (claimed_bans: sent, not seen withdrawn yet,
+ * leftovers of an earlier run included). A restarted irqbalance (new PID) lost
+ * our bans; they are sent again. stopping: withdraw ours. Without the socket we
+ * still verify and re-assert, and say so.
+ *
+ * In two halves, around irqbalance's answer to "setup": sync_begin() finds
+ * irqbalance and decides whether it must be asked (0: no, the state is known; 1:
+ * ask m->irqbalance), sync_finish() takes the answer and sends what is to change.
+ * Both return 0 when irqbalance is in the state we want, as its reply has just
+ * shown (or it is gone, and our bans with it), 1 when a change was sent (to be
+ * seen in a later reply), or a negative errno when irqbalance could not be asked
+ * or told. */
+static int sync_begin(Manager *m, bool stopping) {
+        _cleanup_free_ unsigned *want = NULL;
+        size_t n_want = 0;
+        IrqBalance b = {};
+        int r;
+
+        assert(m);
+
+        if (wanted_bans(m, stopping, &want, &n_want) < 0)
+                return log_oom();
         r = irqbalance_find(m->tuner.root, &b);
         if (r == -ENOMEM)
                 return log_oom();
@@ -232,13 +251,23 @@ static int manager_sync_irqbalance_full(Manager *m, bool stopping, unsigned time
         irqbalance_done(&m->irqbalance);
         m->irqbalance = b;
         m->irqbalance_synced_usec = 0;
+        return 1;
+}
 
-        r = irqbalance_get_banned(&m->irqbalance, timeout_ms, &current, &n_current);
-        if (r < 0) {
-                set_irqbalance_state(m, "socket %s unusable (%s): IRQs are verified and re-asserted only",
-                                     m->irqbalance.socket_path, strerror(-r));
-                return r;
-        }
+/* current: the bans in irqbalance's answer to "setup". send_timeout_ms bounds the
+ * send of a change (0: it does not wait; -EAGAIN when irqbalance's backlog is
+ * full). The vectors to ban are those of the plans now. */
+static int sync_finish(Manager *m, bool stopping, const unsigned *current, size_t n_current,
+                       unsigned send_timeout_ms) {
+        _cleanup_free_ unsigned *want = NULL, *own = NULL, *next = NULL, *claim = NULL, *withdrawn = NULL;
+        size_t n_want = 0, n_own = 0, n_next = 0, n_claim = 0, n_withdrawn = 0;
+        bool same;
+        int r;
+
+        assert(m);
+
+        if (wanted_bans(m, stopping, &want, &n_want) < 0)
+                return log_oom();
         for (size_t i = 0; i < n_current; i++) {
                 unsigned irq = current[i];
                 bool ours =
@@ -266,12 +295,11 @@ static int manager_sync_irqbalance_full(Manager *m, bool stopping, unsigned time
                 manager_set_claims(m, m->irqbalance.pid, want, n_want);
         else {
                 manager_set_claims(m, m->irqbalance.pid, claim, n_claim);
-                r = irqbalance_set_banned(&m->irqbalance, timeout_ms, next, n_next);
-                if (r < 0) {
-                        set_irqbalance_state(m, "socket %s unusable (%s): IRQs are verified and re-asserted only",
-                                             m->irqbalance.socket_path, strerror(-r));
-                        return r;
-                }
+                r = irqbalance_set_banned(&m->irqbalance, send_timeout_ms, next, n_next);
+                if (r == -EAGAIN)
+                        return r; /* not sent: the caller asks again */
+                if (r < 0)
+                        return sync_failed(m, r);
                 if (stopping)
                         log_info("irqbalance (pid %d): withdrawing %zu ban%s of iotuned, %zu ban%s of its own kept.",
                                  m->irqbalance.pid, n_claim, n_claim == 1 ? "" : "s", n_next, n_next == 1 ? "" : "s");
@@ -297,11 +325,172 @@ static int manager_sync_irqbalance_full(Manager *m, bool stopping, unsigned time
         return same ? 0 : 1;
 }
 
-void manager_sync_irqbalance(Manager *m, bool stopping) {
-        TIMING_SCOPE(TIMING_IRQBALANCE);
+/* The whole exchange, waiting for irqbalance: for the stop, after the event loop.
+ * timeout_ms bounds each request (at least 1). */
+static int sync_now(Manager *m, bool stopping, unsigned timeout_ms) {
+        _cleanup_free_ unsigned *current = NULL;
+        size_t n_current = 0;
+        int r;
+
+        assert(timeout_ms > 0);
+
+        r = sync_begin(m, stopping);
+        if (r <= 0)
+                return r;
+        r = irqbalance_get_banned(&m->irqbalance, timeout_ms, &current, &n_current);
+        if (r < 0)
+                return sync_failed(m, r);
+        return sync_finish(m, stopping, current, n_current, timeout_ms);
+}
+
+/* ---- the exchange on the event loop ---------------------------------------------
+ *
+ * irqbalance answers from the loop that rebalances, which takes seconds when the
+ * machine is busy (or emulated). While the daemon runs, nothing waits for it:
+ * "setup" is sent on a socket that does not block, its answer is read when it
+ * comes, and a hot-added disk, a drift check or a udev event is handled
+ * meanwhile. A synchronisation asked for while one is in flight runs when that
+ * one ends (with the plans of then). irqbalance's listen backlog is one
+ * connection: when it is full, the connection is tried again every
+ * IRQBALANCE_ASK_RETRY_USEC. Everything ends by IRQBALANCE_ASK_TIMEOUT_USEC;
+ * then the socket is reported unusable, and the next drift check asks again. */
+#define IRQBALANCE_ASK_TIMEOUT_USEC (10 * USEC_PER_SEC)
+#define IRQBALANCE_ASK_RETRY_USEC (100 * 1000ULL)
+
+static void ask_close(Manager *m) {
+        m->irqbalance_io = sd_event_source_disable_unref(m->irqbalance_io);
+        m->irqbalance_timer = sd_event_source_disable_unref(m->irqbalance_timer);
+        irqbalance_reply_done(&m->irqbalance_reply);
+}
+
+void manager_cancel_irqbalance_ask(Manager *m) {
         assert(m);
 
-        (void) manager_sync_irqbalance_full(m, stopping, 0);
+        ask_close(m);
+        m->irqbalance_asking = m->irqbalance_again = false;
+}
+
+static void ask(Manager *m);
+
+/* The exchange is over (answered, or given up): publish what changed, and run a
+ * synchronisation asked for meanwhile. */
+static void ask_ended(Manager *m, int r) {
+        ask_close(m);
+        m->irqbalance_asking = false;
+        if (r == -EAGAIN) {
+                /* Its "settings" found the backlog full: ask again, same deadline. */
+                m->irqbalance_asking = true;
+                ask(m);
+                return;
+        }
+        if (r < 0 && r != -ENOMEM)
+                sync_failed(m, r);
+        if (m->irqbalance_again) {
+                m->irqbalance_again = false;
+                manager_sync_irqbalance(m);
+        }
+        if (m->status_dirty && !m->irqbalance_asking) {
+                m->status_dirty = false;
+                manager_write_status(m);
+                manager_notify_status(m, NULL);
+        }
+}
+
+static int on_ask_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        _cleanup_free_ unsigned *current = NULL;
+        Manager *m = userdata;
+        size_t n_current = 0;
+        int r;
+
+        assert(m);
+
+        r = irqbalance_reply_read(fd, &m->irqbalance_reply);
+        if (r == 0)
+                return 0; /* more to come */
+        timing_begin(0, "irqbalance");
+        {
+                TIMING_SCOPE(TIMING_IRQBALANCE);
+                if (r > 0)
+                        r = irqbalance_parse_setup(m->irqbalance_reply.text, &current, &n_current);
+                ask_close(m);
+                if (r >= 0)
+                        r = sync_finish(m, false, current, n_current, 0);
+        }
+        ask_ended(m, r);
+        timing_end_log();
+        return 0;
+}
+
+static int on_ask_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        assert(m);
+
+        if (m->irqbalance_io) {
+                /* Connected and asked, and no answer by the deadline. */
+                timing_begin(0, "irqbalance");
+                ask_ended(m, -ETIMEDOUT);
+                timing_end_log();
+        } else
+                ask(m); /* the backlog was full: try to connect again */
+        return 0;
+}
+
+static void ask(Manager *m) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        int fd, r;
+
+        assert(m);
+        assert(m->irqbalance_asking);
+
+        ask_close(m);
+        fd = irqbalance_send(&m->irqbalance, "setup", 0);
+        if (fd == -EAGAIN) {
+                /* The backlog is full: the connection is tried again shortly. */
+                if (now + IRQBALANCE_ASK_RETRY_USEC >= m->irqbalance_ask_deadline) {
+                        ask_ended(m, -ETIMEDOUT);
+                        return;
+                }
+                r = sd_event_add_time(m->event, &m->irqbalance_timer, CLOCK_MONOTONIC,
+                                      now + IRQBALANCE_ASK_RETRY_USEC, 0, on_ask_timer, m);
+                if (r < 0)
+                        ask_ended(m, r);
+                return;
+        }
+        if (fd < 0) {
+                ask_ended(m, fd);
+                return;
+        }
+        r = sd_event_add_io(m->event, &m->irqbalance_io, fd, EPOLLIN, on_ask_reply, m);
+        if (r < 0) {
+                close(fd);
+                ask_ended(m, r);
+                return;
+        }
+        (void) sd_event_source_set_io_fd_own(m->irqbalance_io, true);
+        (void) sd_event_source_set_description(m->irqbalance_io, "irqbalance-reply");
+        r = sd_event_add_time(m->event, &m->irqbalance_timer, CLOCK_MONOTONIC, m->irqbalance_ask_deadline, 0,
+                              on_ask_timer, m);
+        if (r < 0)
+                ask_ended(m, r);
+}
+
+void manager_sync_irqbalance(Manager *m) {
+        TIMING_SCOPE(TIMING_IRQBALANCE);
+        int r;
+
+        assert(m);
+
+        if (m->irqbalance_asking) {
+                m->irqbalance_again = true;
+                return;
+        }
+        r = sync_begin(m, false);
+        if (r <= 0)
+                return;
+        m->irqbalance_asking = true;
+        m->irqbalance_ask_deadline = now_usec(CLOCK_MONOTONIC) + IRQBALANCE_ASK_TIMEOUT_USEC;
+        ask(m);
 }
 
 static void sleep_usec(uint64_t usec) {
@@ -333,6 +522,9 @@ void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline) {
 
         assert(m);
 
+        /* An exchange the event loop had in flight is dropped: what it asked
+         * stays in irqbalance's queue, as any request given up does. */
+        manager_cancel_irqbalance_ask(m);
         if (m->n_our_bans == 0 && m->n_claimed_bans == 0)
                 return; /* nothing of ours can be banned anywhere */
         /* Should the unit's stop timeout be shorter than our budget, ask for it. */
@@ -355,7 +547,7 @@ void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline) {
                                            : (unsigned) MIN(left_ms, (uint64_t) IRQBALANCE_TIMEOUT_MS);
                 attempts++;
                 pid = m->irqbalance.pid;
-                r = manager_sync_irqbalance_full(m, true, timeout_ms);
+                r = sync_now(m, true, timeout_ms);
                 if (r == 0) {
                         if (failures > 0)
                                 log_info("The irqbalance bans of iotuned are withdrawn, after %u failed attempt%s.",

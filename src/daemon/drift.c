@@ -141,7 +141,7 @@ int manager_check_drift(Manager *m) {
         m->irq_counts = irqs;
         m->has_irq_counts = have_irqs;
         irqs = (IrqCounts) {};
-        manager_sync_irqbalance(m, false);
+        manager_sync_irqbalance(m);
         if (changed || m->status_dirty ||
             manager_now(m, CLOCK_REALTIME) - m->last_check_usec >= STATUS_REFRESH_USEC) {
                 m->status_dirty = false;

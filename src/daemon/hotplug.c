@@ -305,7 +305,7 @@ static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
         m->in_batch = false;
         changed = refresh_path_states(m) || changed;
         if (changed) {
-                manager_sync_irqbalance(m, false);
+                manager_sync_irqbalance(m);
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
@@ -512,7 +512,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
                 timing_end_log();
                 return 0;
         }
-        manager_sync_irqbalance(m, false);
+        manager_sync_irqbalance(m);
         if (changed) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);

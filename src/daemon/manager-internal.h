@@ -73,7 +73,11 @@ void manager_unpublish(Manager *m);
 
 /* bans.c */
 void manager_load_bans_record(Manager *m);
-void manager_sync_irqbalance(Manager *m, bool stopping);
+/* Bring irqbalance's bans in line with the plans, without waiting for it: the
+ * exchange runs on the event loop, and status.json follows its end. */
+void manager_sync_irqbalance(Manager *m);
+/* Drop an exchange in flight (at stop, before the withdrawal; at exit). */
+void manager_cancel_irqbalance_ask(Manager *m);
 void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline);
 
 /* tuning.c */

@@ -30,6 +30,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->drift_source);
         sd_event_source_disable_unref(m->trim_source);
         sd_event_source_disable_unref(m->path_watch_source);
+        manager_cancel_irqbalance_ask(m);
         sd_event_unref(m->event);
         udev_monitor_unref(m->monitor);
         udev_monitor_unref(m->kernel_monitor);
@@ -168,7 +169,7 @@ static int on_started(sd_event_source *s, void *userdata) {
         assert(m);
 
         timing_begin(0, "irqbalance");
-        manager_sync_irqbalance(m, false);
+        manager_sync_irqbalance(m);
         if (m->status_dirty) {
                 m->status_dirty = false;
                 manager_write_status(m);
@@ -238,7 +239,7 @@ int manager_start(Manager *m) {
         r = sd_event_add_defer(m->event, NULL, on_started, m);
         if (r < 0) {
                 log_debug_errno(r, "Cannot defer irqbalance's synchronisation, doing it now: %m");
-                manager_sync_irqbalance(m, false);
+                manager_sync_irqbalance(m);
         }
 
         manager_write_status(m);

@@ -86,6 +86,12 @@ typedef struct Manager {
         char *irqbalance_state;
         int irqbalance_last_pid;         /* survives "gone", to recognise a restart */
         uint64_t irqbalance_synced_usec; /* CLOCK_MONOTONIC of the last exchange that succeeded */
+        /* The exchange the event loop has in flight (bans.c): its answer to come,
+         * or a connection to try again; another asked for meanwhile (again). */
+        bool irqbalance_asking, irqbalance_again;
+        sd_event_source *irqbalance_io, *irqbalance_timer;
+        IrqBalanceReply irqbalance_reply;
+        uint64_t irqbalance_ask_deadline; /* CLOCK_MONOTONIC */
         /* The IRQs that may be banned by iotuned in irqbalance `claimed_pid`: what it
          * sent and no "setup" reply has shown withdrawn yet, a superset of our_bans.
          * Kept in bans_path (IRQBALANCE_BANS_RECORD), so that a later start can

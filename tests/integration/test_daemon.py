@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import select
 import socket
 import struct
 import threading
@@ -42,8 +43,12 @@ class FakeIrqbalance(threading.Thread):
     connection, SCM_CREDENTIALS required (uid 0), "setup" answers the ban list,
     "settings ban irqs ..." replaces it (NONE empties it)."""
 
-    def __init__(self, root, banned):
+    def __init__(self, root, banned, hold=False):
         super().__init__(daemon=True)
+        # hold: the first "setup" is answered only once release() is called, as a
+        # busy irqbalance answers from its rebalancing loop seconds later
+        self.hold = threading.Event() if hold else None
+        self.held = None  # the connection whose answer is held
         d = os.path.join(root, "run/irqbalance")
         os.makedirs(d, exist_ok=True)
         # The daemon checks /proc/<pid> exists: use our own, live PID.
@@ -63,6 +68,9 @@ class FakeIrqbalance(threading.Thread):
                 return
             with conn:
                 msg, anc, _, _ = conn.recvmsg(4096, socket.CMSG_SPACE(12))
+                if self.hold and not self.hold.is_set() and msg == b"setup":
+                    self.held = conn
+                    self.hold.wait()
                 creds = [struct.unpack("3i", data[:12]) for lvl, typ, data in anc
                          if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS]
                 if not creds or creds[0][1] != 0:
@@ -71,12 +79,25 @@ class FakeIrqbalance(threading.Thread):
                 self.commands.append(cmd)
                 if cmd == "setup":
                     irqs = "".join(f"IRQ {i} LOAD 0 DIFF 0 CLASS 0 " for i in self.banned)
-                    conn.sendall(f"SLEEP 10 {irqs}BANNED 00000000".encode())
+                    try:
+                        conn.sendall(f"SLEEP 10 {irqs}BANNED 00000000".encode())
+                    except OSError:
+                        pass  # the asker gave up and closed, as irqbalance finds out
                 elif cmd.startswith("settings ban irqs "):
                     rest = cmd[len("settings ban irqs "):].split()
                     self.banned = [] if rest == ["NONE"] else [int(x) for x in rest]
 
+    def held_open(self):
+        """Whether the asker still waits on the held connection (has not closed it)."""
+        r, _, _ = select.select([self.held], [], [], 0)
+        return not r or self.held.recv(1, socket.MSG_PEEK) != b""
+
+    def release(self):
+        self.hold.set()
+
     def stop(self):
+        if self.hold:
+            self.hold.set()
         self.sock.close()
 
 
@@ -649,6 +670,46 @@ class DaemonTest(unittest.TestCase):
                 other.wait()
             self.assertEqual(fake.banned, [99])
             self.assertTrue(all(c == "setup" or c.startswith("settings ban irqs ") for c in fake.commands))
+        finally:
+            fake.stop()
+
+    def test_a_slow_irqbalance_holds_nothing_up(self):
+        """irqbalance answers from the loop that rebalances, seconds later on a busy
+        machine: the daemon does not wait for it. A drift is corrected while the
+        answer is outstanding, the daemon still waiting for it (its connection
+        open), and the bans follow the answer."""
+        self.bed.nvme(0, irqs=[40, 41])
+        os.makedirs(os.path.join(self.root, "proc"), exist_ok=True)
+        with open(os.path.join(self.root, "proc/interrupts"), "w") as f:
+            f.write("           CPU0       CPU1\n"
+                    " 40:  0  0  PCI-MSIX-0000:01:00.0   0-edge      nvme0q0\n"
+                    " 41:  0  0  PCI-MSIX-0000:01:00.0   1-edge      nvme0q1\n")
+        for irq in (40, 41):
+            d = os.path.join(self.root, f"proc/irq/{irq}")
+            os.makedirs(d)
+            for name in ("smp_affinity_list", "effective_affinity_list"):
+                with open(os.path.join(d, name), "w") as f:
+                    f.write("0-1\n")
+        fake = FakeIrqbalance(self.root, banned=[99], hold=True)
+        fake.start()
+        try:
+            self.start()
+            wait_for(lambda: fake.held is not None, what="the daemon's setup request")
+            self.proc.send_signal(signal.SIGSTOP)
+            self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+            self.bed.write("nvme0n1", "queue/nr_requests", "256")
+            self.proc.send_signal(signal.SIGCONT)
+            wait_for(lambda: self.bed.read("nvme0n1", "queue/nr_requests") == "1023", what="drift put back")
+            self.assertTrue(fake.held_open(), "the daemon gave up on irqbalance before it corrected the drift:\n"
+                            + self.daemon_log())
+            self.assertEqual(fake.banned, [99])
+            fake.release()
+            wait_for(lambda: sorted(fake.banned) == [40, 99], what="ban list merged after the answer")
+            wait_for(lambda: (self.status()["daemon"].get("irqbalance") or {}).get("banned_by_iotuned") == [40],
+                     what="bans in status.json")
+            self.assertNotIn("unusable", self.daemon_log())
+            self.stop()
+            self.assertEqual(fake.banned, [99])
         finally:
             fake.stop()
 

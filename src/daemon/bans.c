@@ -351,11 +351,14 @@ static int sync_now(Manager *m, bool stopping, unsigned timeout_ms) {
  * comes, and a hot-added disk, a drift check or a udev event is handled
  * meanwhile. A synchronisation asked for while one is in flight runs when that
  * one ends (with the plans of then). irqbalance's listen backlog is one
- * connection: when it is full, the connection is tried again every
- * IRQBALANCE_ASK_RETRY_USEC. Everything ends by IRQBALANCE_ASK_TIMEOUT_USEC;
- * then the socket is reported unusable, and the next drift check asks again. */
+ * connection: when it is full, the connection is tried again after
+ * IRQBALANCE_ASK_RETRY_MIN_USEC, twice as long each time up to
+ * IRQBALANCE_ASK_RETRY_MAX_USEC (a stuck irqbalance costs a few wake-ups, not
+ * ten a second). Everything ends by IRQBALANCE_ASK_TIMEOUT_USEC; then the socket
+ * is reported unusable, and the next drift check asks again. */
 #define IRQBALANCE_ASK_TIMEOUT_USEC (10 * USEC_PER_SEC)
-#define IRQBALANCE_ASK_RETRY_USEC (100 * 1000ULL)
+#define IRQBALANCE_ASK_RETRY_MIN_USEC (100 * 1000ULL)
+#define IRQBALANCE_ASK_RETRY_MAX_USEC (2 * USEC_PER_SEC)
 
 static void ask_close(Manager *m) {
         m->irqbalance_io = sd_event_source_disable_unref(m->irqbalance_io);
@@ -447,12 +450,14 @@ static void ask(Manager *m) {
         fd = irqbalance_send(&m->irqbalance, "setup", 0);
         if (fd == -EAGAIN) {
                 /* The backlog is full: the connection is tried again shortly. */
-                if (now + IRQBALANCE_ASK_RETRY_USEC >= m->irqbalance_ask_deadline) {
+                uint64_t retry = m->irqbalance_ask_retry_usec;
+                if (now + retry >= m->irqbalance_ask_deadline) {
                         ask_ended(m, -ETIMEDOUT);
                         return;
                 }
-                r = sd_event_add_time(m->event, &m->irqbalance_timer, CLOCK_MONOTONIC,
-                                      now + IRQBALANCE_ASK_RETRY_USEC, 0, on_ask_timer, m);
+                m->irqbalance_ask_retry_usec = MIN(retry * 2, IRQBALANCE_ASK_RETRY_MAX_USEC);
+                r = sd_event_add_time(m->event, &m->irqbalance_timer, CLOCK_MONOTONIC, now + retry, 0, on_ask_timer,
+                                      m);
                 if (r < 0)
                         ask_ended(m, r);
                 return;
@@ -490,6 +495,7 @@ void manager_sync_irqbalance(Manager *m) {
                 return;
         m->irqbalance_asking = true;
         m->irqbalance_ask_deadline = now_usec(CLOCK_MONOTONIC) + IRQBALANCE_ASK_TIMEOUT_USEC;
+        m->irqbalance_ask_retry_usec = IRQBALANCE_ASK_RETRY_MIN_USEC;
         ask(m);
 }
 

@@ -92,6 +92,7 @@ typedef struct Manager {
         sd_event_source *irqbalance_io, *irqbalance_timer;
         IrqBalanceReply irqbalance_reply;
         uint64_t irqbalance_ask_deadline; /* CLOCK_MONOTONIC */
+        uint64_t irqbalance_ask_retry_usec; /* the next wait for a full backlog */
         /* The IRQs that may be banned by iotuned in irqbalance `claimed_pid`: what it
          * sent and no "setup" reply has shown withdrawn yet, a superset of our_bans.
          * Kept in bans_path (IRQBALANCE_BANS_RECORD), so that a later start can

@@ -713,6 +713,45 @@ class DaemonTest(unittest.TestCase):
         finally:
             fake.stop()
 
+    def test_a_stuck_irqbalance_is_reported_and_holds_nothing_up(self):
+        """An irqbalance that takes no connection at all (stopped, its listen
+        backlog full): the daemon tries again with a growing pause, corrects
+        drift meanwhile, and after the exchange's 10 s reports the socket."""
+        self.bed.nvme(0)
+        d = os.path.join(self.root, "run/irqbalance")
+        os.makedirs(d)
+        path = os.path.join(d, f"irqbalance{os.getpid()}.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(0)
+        held = []
+        try:
+            while True:  # fill the backlog, as a stopped irqbalance's fills
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.setblocking(False)
+                try:
+                    c.connect(path)
+                except BlockingIOError:
+                    c.close()
+                    break
+                held.append(c)
+            self.start()
+            self.proc.send_signal(signal.SIGSTOP)
+            self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+            self.bed.write("nvme0n1", "queue/nr_requests", "256")
+            self.proc.send_signal(signal.SIGCONT)
+            wait_for(lambda: self.bed.read("nvme0n1", "queue/nr_requests") == "1023", what="drift put back")
+            self.assertNotIn("unusable", (self.status()["daemon"].get("irqbalance") or {}).get("state") or "")
+            wait_for(lambda: "unusable" in ((self.status()["daemon"].get("irqbalance") or {}).get("state") or ""),
+                     timeout=30, what="irqbalance reported unusable")
+            self.assertRegex(self.status()["daemon"]["irqbalance"]["state"],
+                             r"unusable \(Connection timed out\): IRQs are verified and re-asserted only")
+            self.stop()
+        finally:
+            for c in held:
+                c.close()
+            listener.close()
+
     def test_irqbalance_socket_unusable_is_reported(self):
         self.bed.nvme(0)
         d = os.path.join(self.root, "run/irqbalance")

@@ -47,7 +47,7 @@ static _Thread_local struct {
         unsigned stack[TIMING_DEPTH];
         unsigned depth; /* may exceed TIMING_DEPTH: those levels are not timed apart */
         uint64_t mark;  /* in ticks() */
-        uint64_t opened_usec, opened_ticks; /* when the span was opened, on both clocks */
+        uint64_t opened_usec;               /* when the span was opened (CLOCK_MONOTONIC) */
         uint64_t ticks[_TIMING_MAX + 1];    /* each phase's share since then */
 } T;
 
@@ -102,7 +102,7 @@ void timing_begin(uint64_t start_usec, const char *trigger) {
         T.span.usec[TIMING_OTHER] = now - T.span.start_usec;
         T.opened_usec = now;
         memset(T.ticks, 0, sizeof(T.ticks));
-        T.mark = T.opened_ticks = ticks();
+        T.mark = ticks();
 }
 
 bool timing_active(void) {

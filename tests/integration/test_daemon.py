@@ -625,7 +625,9 @@ class DaemonTest(unittest.TestCase):
                       metrics())
         self.stop()
 
-    def test_irqbalance_bans_merged_and_withdrawn(self):
+    def nvme_with_admin_and_io_vector(self):
+        """nvme0 with IRQ 40 (its admin queue: not managed, pinned by the latency
+        profile) and 41 (an I/O queue), in a fake /proc/interrupts and /proc/irq."""
         self.bed.nvme(0, irqs=[40, 41])
         os.makedirs(os.path.join(self.root, "proc"), exist_ok=True)
         with open(os.path.join(self.root, "proc/interrupts"), "w") as f:
@@ -638,6 +640,9 @@ class DaemonTest(unittest.TestCase):
             for name in ("smp_affinity_list", "effective_affinity_list"):
                 with open(os.path.join(d, name), "w") as f:
                     f.write("0-1\n")
+
+    def test_irqbalance_bans_merged_and_withdrawn(self):
+        self.nvme_with_admin_and_io_vector()
         fake = FakeIrqbalance(self.root, banned=[99])  # an admin's --banirq=99
         fake.start()
         try:
@@ -678,18 +683,7 @@ class DaemonTest(unittest.TestCase):
         machine: the daemon does not wait for it. A drift is corrected while the
         answer is outstanding, the daemon still waiting for it (its connection
         open), and the bans follow the answer."""
-        self.bed.nvme(0, irqs=[40, 41])
-        os.makedirs(os.path.join(self.root, "proc"), exist_ok=True)
-        with open(os.path.join(self.root, "proc/interrupts"), "w") as f:
-            f.write("           CPU0       CPU1\n"
-                    " 40:  0  0  PCI-MSIX-0000:01:00.0   0-edge      nvme0q0\n"
-                    " 41:  0  0  PCI-MSIX-0000:01:00.0   1-edge      nvme0q1\n")
-        for irq in (40, 41):
-            d = os.path.join(self.root, f"proc/irq/{irq}")
-            os.makedirs(d)
-            for name in ("smp_affinity_list", "effective_affinity_list"):
-                with open(os.path.join(d, name), "w") as f:
-                    f.write("0-1\n")
+        self.nvme_with_admin_and_io_vector()
         fake = FakeIrqbalance(self.root, banned=[99], hold=True)
         fake.start()
         try:

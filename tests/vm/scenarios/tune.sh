@@ -5,10 +5,11 @@
 # there is, and under TCG mq-deadline costs about 3x in IOPS at QD1 (the
 # numbers in bench/fio-profiles); QEMU's NVMe controller adds its own
 # emulation, but the software path still decides. `iotunectl tune` must pick
-# scheduler none in every run (RUNS on null_blk, three on the NVMe disk); put every value back after each
-# run; never write to the disk (its checksum); keep the daemon from fighting it
-# (a hold: no drift logged meanwhile); refuse a busy disk; put everything back
-# on SIGINT; write the drop-in only with --write, which a reload then applies.
+# scheduler none in every run (RUNS on null_blk, three on the NVMe disk); put
+# every value back after each run; never write to the disk (its checksum); keep
+# the daemon from fighting it (a hold: no drift logged meanwhile); refuse a busy
+# disk; put everything back on SIGINT; write the drop-in only with --write,
+# which a reload then applies.
 
 VM_DEVICES=(
 	"nvme nv0 size=64M"

@@ -230,7 +230,8 @@ static void add_shared_originals(json_object *values, const DevicePlan *p, bool 
 
 /* Is queue knob `kn` one this plan's writes can change: a row it plans, or one
  * the kernel resets when a planned row is written (the scheduler switch resets
- * nr_requests: block/elevator.c)? A switch to or from bfq also turns writeback
+ * nr_requests: block/elevator.c; since 6.11 a queue-limits update, the read-ahead:
+ * knob_resets())? A switch to or from bfq also turns writeback
  * throttling off and on (bfq-iosched.c), so a planned scheduler brings
  * wbt_lat_usec along. Only these are recorded: reading every queue knob of
  * every disk cost a read per knob at each hot-add and another at each restore,
@@ -243,7 +244,7 @@ static bool queue_row_touched(const DevicePlan *p, const Knob *kn) {
                 const Knob *w = p->settings[i].knob;
                 if (w->scope != KNOB_SCOPE_QUEUE || !p->settings[i].desired)
                         continue;
-                if (w == kn || (w->resets & KNOB_MASK(kn->id)) ||
+                if (w == kn || (knob_resets(w) & KNOB_MASK(kn->id)) ||
                     (w->id == KNOB_SCHEDULER && kn->id == KNOB_WBT_LAT_USEC))
                         return true;
         }

@@ -506,10 +506,12 @@ static int record_once(DevicePlan *p, const ReconcileOptions *o, const char *con
         return 0;
 }
 
-/* The rows the kernel resets when row `k` changes (its `resets`) are reset by it. */
+/* The rows the kernel resets when row `k` changes (knob_resets()) are reset by it. */
 static void mark_resets(const Knob *reset_by[static _KNOB_MAX], const Knob *k) {
+        unsigned resets = knob_resets(k);
+
         for (size_t j = 0; j < _KNOB_MAX; j++)
-                if (k->resets & KNOB_MASK(j))
+                if (resets & KNOB_MASK(j))
                         reset_by[j] = k;
 }
 
@@ -670,11 +672,19 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 }
 
                 if (streq(s->observed, s->effective)) {
-                        if (o->mode == RECONCILE_DRY_RUN && reset_by[k->id]) {
-                                /* The row before it resets it (block/elevator.c: the scheduler
-                                 * switch resets nr_requests); it is written after. */
-                                set_state(s, STATE_CHANGED, 0, "the %s switch resets it; written afterwards",
-                                          reset_by[k->id]->name);
+                        if (o->mode == RECONCILE_DRY_RUN && reset_by[k->id] &&
+                            !knob_reset_keeps(reset_by[k->id], k, s->effective)) {
+                                /* A row before it resets it (block/elevator.c: the scheduler
+                                 * switch resets nr_requests; block/blk-settings.c, 6.11+: a
+                                 * queue-limits update recomputes the read-ahead); it is
+                                 * written after. */
+                                if (reset_by[k->id]->resolve_basis)
+                                        set_state(s, STATE_CHANGED, 0, "the %s switch resets it; written afterwards",
+                                                  reset_by[k->id]->name);
+                                else
+                                        set_state(s, STATE_CHANGED, 0,
+                                                  "writing %s resets it (a queue-limits update); written afterwards",
+                                                  reset_by[k->id]->name);
                                 continue;
                         }
                         s->state = STATE_OK;

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "cpuset.h"
 #include "fileio.h"
@@ -24,6 +25,7 @@
 #define WBT_DEFAULT_NONROT_USEC 2000u   /* block/blk-wbt.c: wbt_default_latency_nsec */
 #define WBT_DEFAULT_ROT_USEC 75000u
 #define READ_AHEAD_MAX_KB (1u << 20)     /* 1 GiB: far beyond any useful read-ahead */
+#define VM_READAHEAD_KB 128u             /* include/linux/mm.h: VM_READAHEAD_PAGES, in KiB */
 
 static int dup_ret(const char *s, char **ret) {
         char *c = strdup(s);
@@ -650,20 +652,13 @@ const Knob knob_table[_KNOB_MAX] = {
                 .parse = parse_0_to_2, .normalize = normalize_trim, .resolve = resolve_same,
                 .on_every_mq_queue = true,
         },
-        [KNOB_READ_AHEAD_KB] = {
-                .id = KNOB_READ_AHEAD_KB, .name = "read_ahead_kb", .section = "queue", .attr = "queue/read_ahead_kb",
-                .needs_mq = false,
-                .expected = "KiB from 0 to 1048576",
-                .summary = "page-cache read-ahead window",
-                .parse = parse_read_ahead, .normalize = normalize_trim, .resolve = resolve_read_ahead,
-                .on_every_mq_queue = true,
-        },
         [KNOB_ADD_RANDOM] = {
                 .id = KNOB_ADD_RANDOM, .name = "add_random", .section = "queue", .attr = "queue/add_random",
                 .needs_mq = false,
                 .expected = "a boolean (true/false)",
                 .summary = "feed I/O timings to the entropy pool",
                 .parse = parse_bool01, .normalize = normalize_trim, .resolve = resolve_same,
+                .limits_update = true,
         },
         [KNOB_IOSTATS] = {
                 .id = KNOB_IOSTATS, .name = "iostats", .section = "queue", .attr = "queue/iostats",
@@ -671,6 +666,7 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "a boolean (true/false)",
                 .summary = "per-disk I/O accounting (/proc/diskstats)",
                 .parse = parse_bool01, .normalize = normalize_trim, .resolve = resolve_same,
+                .limits_update = true,
         },
         [KNOB_MAX_SECTORS_KB] = {
                 .id = KNOB_MAX_SECTORS_KB, .name = "max_sectors_kb", .section = "queue", .attr = "queue/max_sectors_kb",
@@ -678,6 +674,15 @@ const Knob knob_table[_KNOB_MAX] = {
                 .expected = "KiB from 4 upwards, or max (max_hw_sectors_kb)",
                 .summary = "largest request the block layer builds",
                 .parse = parse_max_sectors, .normalize = normalize_trim, .resolve = resolve_max_sectors,
+                .limits_update = true,
+        },
+        [KNOB_READ_AHEAD_KB] = {
+                .id = KNOB_READ_AHEAD_KB, .name = "read_ahead_kb", .section = "queue", .attr = "queue/read_ahead_kb",
+                .needs_mq = false,
+                .expected = "KiB from 0 to 1048576",
+                .summary = "page-cache read-ahead window",
+                .parse = parse_read_ahead, .normalize = normalize_trim, .resolve = resolve_read_ahead,
+                .on_every_mq_queue = true,
         },
         [KNOB_IO_TIMEOUT] = {
                 .id = KNOB_IO_TIMEOUT, .name = "io_timeout", .section = "queue", .attr = "queue/io_timeout",
@@ -752,4 +757,55 @@ int knob_read_queue(const Knob *k, const char *disk_syspath, char **ret) {
         if (r < 0)
                 return r;
         return k->normalize(raw, ret);
+}
+
+static const char *kernel_release_override;
+
+void knob_set_kernel_release(const char *release) {
+        kernel_release_override = release;
+}
+
+/* Is the running kernel (or the one a test names) at least major.minor? An
+ * unreadable release counts as new: a row written once more is harmless, a reset
+ * missed leaves a setting undone. */
+static bool kernel_at_least(unsigned major, unsigned minor) {
+        struct utsname u;
+        const char *release = kernel_release_override;
+        unsigned maj, min;
+
+        if (!release) {
+                if (uname(&u) < 0)
+                        return true;
+                release = u.release;
+        }
+        if (sscanf(release, "%u.%u", &maj, &min) != 2)
+                return true;
+        return maj > major || (maj == major && min >= minor);
+}
+
+unsigned knob_resets(const Knob *k) {
+        assert(k);
+
+        /* block/blk-settings.c (6.11+): queue_limits_commit_update ->
+         * blk_apply_bdi_limits sets bdi->ra_pages = max3(ra_pages, 2 * io_opt,
+         * VM_READAHEAD_PAGES), so a read_ahead_kb below 128 KiB comes back as 128
+         * after any such commit. 6.1's queue_*_store write the field and nothing else. */
+        if (k->limits_update && kernel_at_least(6, 11))
+                return k->resets | KNOB_MASK(KNOB_READ_AHEAD_KB);
+        return k->resets;
+}
+
+bool knob_reset_keeps(const Knob *by, const Knob *k, const char *value) {
+        unsigned kb;
+
+        assert(by);
+        assert(k);
+        assert(value);
+
+        /* blk_apply_bdi_limits only raises: "the user might have increased the
+         * read-ahead size through sysfs, so don't ever decrease it". io_opt is 0 on
+         * the NVMe and SATA disks iotuned meets; a larger one would raise it further,
+         * which a write after the limits row puts right anyway. */
+        return by->limits_update && k->id == KNOB_READ_AHEAD_KB && safe_atou(value, &kb) >= 0 &&
+               kb >= VM_READAHEAD_KB;
 }

@@ -9,7 +9,9 @@ struct NvmeQueueMap;
  * order: the NVMe queue-map rows come first, because the controller rebind they
  * may lead to resets every queue attribute; then the scheduler, because switching
  * it resets nr_requests (block/elevator.c: elevator_switch -> blk_mq_init_sched
- * sets q->nr_requests). */
+ * sets q->nr_requests); read_ahead_kb after every row whose write is a queue-limits
+ * update, because since Linux 6.11 such an update recomputes the read-ahead
+ * (block/blk-settings.c: queue_limits_commit_update -> blk_apply_bdi_limits). */
 typedef enum KnobId {
         KNOB_NVME_POLL_QUEUES,  /* module-wide nvme.poll_queues, as seen on one controller */
         KNOB_NVME_WRITE_QUEUES, /* module-wide nvme.write_queues */
@@ -19,10 +21,12 @@ typedef enum KnobId {
         KNOB_RQ_AFFINITY,
         KNOB_WBT_LAT_USEC,
         KNOB_NOMERGES,
-        KNOB_READ_AHEAD_KB,
         KNOB_ADD_RANDOM,
         KNOB_IOSTATS,
         KNOB_MAX_SECTORS_KB,
+        /* After the rows whose writes are queue-limits updates: since 6.11 each one
+         * recomputes the read-ahead (knob_resets()). */
+        KNOB_READ_AHEAD_KB,
         KNOB_IO_TIMEOUT,
         KNOB_NVME_APST,         /* per controller: power/pm_qos_latency_tolerance_us or FID 0x0C */
         KNOB_NVME_COALESCING,   /* per controller: FID 0x08 */
@@ -83,6 +87,10 @@ typedef struct Knob {
          * queue has now. */
         bool resolve_basis;
         unsigned resets;               /* KNOB_MASK()s of the rows the kernel resets when this one changes */
+        /* Its write is a queue-limits update (block/blk-sysfs.c since 6.11:
+         * queue_limits_start_update ... queue_limits_commit_update), which resets the
+         * read-ahead on those kernels: see knob_resets(). */
+        bool limits_update;
         int unsupported_errno;         /* a read failing with this errno: the queue lacks the feature, */
         const char *unsupported_why;   /* as this says */
         /* A write the kernel refused with -error: what that means, in words; NULL (or a
@@ -124,6 +132,18 @@ int aspm_states_to_string(unsigned mask, char **ret);
  * `disk_syspath`: its attribute read and normalized. -errno when it cannot be
  * read (no such attribute on this queue) or normalized. */
 int knob_read_queue(const Knob *k, const char *disk_syspath, char **ret);
+
+/* The rows the running kernel resets when row `k` changes: its `resets`, and on
+ * Linux 6.11 and later read_ahead_kb for a row with `limits_update` set
+ * (blk_apply_bdi_limits() raises bdi->ra_pages to at least 2 * io_opt and 128 KiB
+ * at every queue-limits commit; 6.1 writes these attributes without touching it). */
+unsigned knob_resets(const Knob *k);
+/* Does row `k`, holding `value`, come through a reset by row `by` unchanged? A
+ * queue-limits update raises read_ahead_kb to 128 KiB, never lowers it. */
+bool knob_reset_keeps(const Knob *by, const Knob *k, const char *value);
+/* The kernel release knob_resets() goes by: NULL (the default) reads uname(2);
+ * tests pass a release such as "6.1.0-57-amd64" or "6.12.118+deb12-amd64". */
+void knob_set_kernel_release(const char *release);
 
 /* The row with resolve_basis set, or NULL. */
 const Knob *knob_resolve_basis(void);

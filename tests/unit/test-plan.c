@@ -287,6 +287,83 @@ TEST(reconcile_devices_applies_each_disk) {
         tmpdir_remove(run);
 }
 
+/* Since Linux 6.11 a write of add_random, iostats or max_sectors_kb is a
+ * queue-limits update that raises read_ahead_kb to at least 128 KiB
+ * (block/blk-settings.c: blk_apply_bdi_limits): read_ahead_kb is written after
+ * them, a dry run says a change of one of them has it written again, a value of
+ * 128 KiB or more comes through, and its original is recorded with theirs. 6.1
+ * leaves the read-ahead alone. */
+TEST(queue_limits_rows_reset_read_ahead_since_6_11) {
+        char *tree = tmpdir_new(), *run = tmpdir_new();
+        _cleanup_free_ char *originals = path_join(run, "originals");
+        char *values[_KNOB_MAX] = {};
+        DevicePlan *p = NULL;
+        Device *d;
+
+        ASSERT_TRUE(KNOB_READ_AHEAD_KB > KNOB_ADD_RANDOM && KNOB_READ_AHEAD_KB > KNOB_IOSTATS &&
+                    KNOB_READ_AHEAD_KB > KNOB_MAX_SECTORS_KB);
+        tmpdir_write(tree, "sda/queue/add_random", "1\n");
+        tmpdir_write(tree, "sda/queue/read_ahead_kb", "0\n");
+        values[KNOB_ADD_RANDOM] = (char *) "0";
+        values[KNOB_READ_AHEAD_KB] = (char *) "0";
+
+        const struct {
+                const char *release, *read_ahead_now, *read_ahead;
+                SettingState state;
+                const char *note;
+        } cases[] = {
+                { "6.12.118+deb12-amd64", "0", "0", STATE_CHANGED,
+                  "writing add_random resets it (a queue-limits update); written afterwards" },
+                { "6.11.0", "0", "0", STATE_CHANGED,
+                  "writing add_random resets it (a queue-limits update); written afterwards" },
+                { "6.12.118+deb12-amd64", "512", "512", STATE_OK, NULL },
+                { "6.1.0-57-amd64", "0", "0", STATE_OK, NULL },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                knob_set_kernel_release(cases[i].release);
+                tmpdir_write(tree, "sda/queue/read_ahead_kb", cases[i].read_ahead_now);
+                values[KNOB_READ_AHEAD_KB] = (char *) cases[i].read_ahead;
+                d = dev("sda", "sata", false, true);
+                free(d->syspath);
+                d->syspath = path_join(tree, "sda");
+                ASSERT_INT_EQ(plan_device_from_values(d, "test", values, NULL, "", &p), 0);
+                ReconcileOptions o = { .mode = RECONCILE_DRY_RUN };
+                ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+                ASSERT_INT_EQ(setting(p, KNOB_ADD_RANDOM)->state, STATE_CHANGED);
+                ASSERT_INT_EQ(setting(p, KNOB_READ_AHEAD_KB)->state, cases[i].state);
+                ASSERT_STREQ_OR_NULL(setting(p, KNOB_READ_AHEAD_KB)->note, cases[i].note);
+                device_plan_free(p);
+        }
+
+        /* A plan of add_random alone records read_ahead_kb's original on 6.12 (the
+         * write changes it, a restore puts it back), not on 6.1. */
+        values[KNOB_READ_AHEAD_KB] = NULL;
+        const char *releases[] = { "6.12.118+deb12-amd64", "6.1.0-57-amd64" };
+        for (size_t i = 0; i < ELEMENTSOF(releases); i++) {
+                char *orig[_KNOB_MAX] = {};
+                knob_set_kernel_release(releases[i]);
+                tmpdir_write(tree, "sda/queue/add_random", "1\n");
+                tmpdir_write(tree, "sda/queue/read_ahead_kb", "16\n");
+                d = dev("sda", "sata", false, true);
+                free(d->syspath);
+                d->syspath = path_join(tree, "sda");
+                ASSERT_INT_EQ(plan_device_from_values(d, "test", values, NULL, "", &p), 0);
+                ReconcileOptions o = { .mode = RECONCILE_APPLY, .originals_dir = originals };
+                ASSERT_INT_EQ(reconcile_device(p, &o), 0);
+                ASSERT_INT_EQ(setting(p, KNOB_ADD_RANDOM)->state, STATE_CHANGED);
+                ASSERT_INT_EQ(originals_load(originals, p->device, orig, NULL), 0);
+                ASSERT_STREQ(orig[KNOB_ADD_RANDOM], "1");
+                ASSERT_STREQ_OR_NULL(orig[KNOB_READ_AHEAD_KB], i == 0 ? "16" : NULL);
+                for (size_t k = 0; k < _KNOB_MAX; k++)
+                        free(orig[k]);
+                ASSERT_INT_EQ(originals_forget(originals, p->device->name), 0);
+                device_plan_free(p);
+        }
+        knob_set_kernel_release(NULL);
+        tmpdir_remove(tree);
+        tmpdir_remove(run);
+}
+
 TEST_MAIN(T(shipped_rules), T(first_match_wins_and_exclude), T(multipath_path_matches_head_name),
           T(udev_property_pins_profile), T(udev_match_and_rule_overrides), T(reconcile_reads_row_behaviour),
-          T(reconcile_devices_applies_each_disk))
+          T(reconcile_devices_applies_each_disk), T(queue_limits_rows_reset_read_ahead_since_6_11))

@@ -46,6 +46,14 @@ extern int test_failed_flag;
                 }                                                                                  \
         } while (0)
 
+/* Either both NULL or equal strings. */
+#define ASSERT_STREQ_OR_NULL(a, b)                                                                 \
+        do {                                                                                       \
+                const char *_n = (a), *_m = (b);                                                   \
+                if (_n || _m)                                                                      \
+                        ASSERT_STREQ(_n, _m);                                                      \
+        } while (0)
+
 #define TEST(n) static void test_##n(void)
 #define T(n) { #n, test_##n }
 

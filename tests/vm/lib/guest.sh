@@ -11,6 +11,23 @@ IOTVM_SHARE=/mnt/iotvm
 # Debian's python (stdlib only); the host's default python3 may be another build.
 IOTVM_PY=/usr/bin/python3
 IOTVM_T0=${IOTVM_T0:-$EPOCHREALTIME}
+# The test-bed kernel this guest booted (run-scenario --kernel: 6.1, 6.12, 6.12-rt).
+IOTVM_KERNEL=$(cat "$IOTVM_SHARE/kernel" 2>/dev/null || echo 6.1)
+
+# Is the running kernel at least MAJOR.MINOR? Where the kernels differ, a check
+# asks this and names the kernel source that makes them differ.
+kernel_at_least() { # MAJOR MINOR
+	local r maj min
+	r=$(uname -r)
+	maj=${r%%.*}
+	r=${r#*.}
+	min=${r%%[!0-9]*}
+	((maj > $1 || (maj == $1 && min >= $2)))
+}
+# Is this a PREEMPT_RT kernel (interrupt handlers run in threads)?
+kernel_is_rt() {
+	[[ $(cat /sys/kernel/realtime 2>/dev/null) == 1 ]]
+}
 
 # Microseconds since the epoch, as an integer (EPOCHREALTIME is "s.micro").
 _iotvm_us() { local t=${EPOCHREALTIME//[.,]/}; echo "$((10#$t))"; }
@@ -339,14 +356,14 @@ iotvm_run_scenario() { # FILE
 		mapfile -t checks < <(sed -nE 's/^(check_[A-Za-z0-9_]+)[[:space:]]*\(\).*/\1/p' "$file")
 	fi
 	((${#checks[@]})) || { echo "FAIL: $file defines no check_* functions" >&2; return 1; }
-	step "scenario $(basename "$file" .sh | sed 's/^[0-9]*-//'): kernel $(uname -r), ${#checks[@]} checks: ${checks[*]}"
+	step "scenario $IOTVM_KERNEL/$(basename "$file" .sh | sed 's/^[0-9]*-//'): kernel $(uname -r), ${#checks[@]} checks: ${checks[*]}"
 	# Boot cost at a glance: seconds since the kernel started.
 	note "guest uptime at test start: $(cut -d' ' -f1 /proc/uptime) s"
 	note "calibration: fork+exec ${IOTVM_SPAWN_US:-?} us (reference $IOTVM_REF_SPAWN_US us): time limits x$((IOTVM_SLOW_PCT / 100)).$(printf '%02d' $((IOTVM_SLOW_PCT % 100)))"
 
 	if declare -F scenario_setup >/dev/null; then
 		iotvm_check scenario_setup || {
-			echo "=== RESULT: FAIL: scenario_setup failed, no check was run"
+			echo "=== RESULT ($IOTVM_KERNEL): FAIL: scenario_setup failed, no check was run"
 			return 1
 		}
 	fi
@@ -355,10 +372,10 @@ iotvm_run_scenario() { # FILE
 	done
 
 	if ((${#failed[@]})); then
-		echo "=== RESULT: FAIL: ${#failed[@]} of ${#checks[@]} checks failed: ${failed[*]}"
+		echo "=== RESULT ($IOTVM_KERNEL): FAIL: ${#failed[@]} of ${#checks[@]} checks failed: ${failed[*]}"
 		return 1
 	fi
-	echo "=== RESULT: PASS: all ${#checks[@]} checks passed"
+	echo "=== RESULT ($IOTVM_KERNEL): PASS: all ${#checks[@]} checks passed"
 	return 0
 }
 

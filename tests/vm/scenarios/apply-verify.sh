@@ -120,3 +120,25 @@ check_restore() {
 		done
 	done
 }
+
+# A SATA disk on the latency profile: add_random goes from 1 to 0 and
+# read_ahead_kb to 0. Since 6.11 the add_random write is a queue-limits update
+# that raises read_ahead_kb to 128 again (block/blk-settings.c:
+# blk_apply_bdi_limits), so iotuned writes read_ahead_kb after it; a build that
+# wrote it before ends with 128 and a failed verify on 6.12. On 6.1 the order
+# does not matter; the check holds there too.
+check_limits_rows_do_not_undo_read_ahead() {
+	local dropin=/etc/iotuned/iotuned.yaml.d/50-sata-latency.yaml
+	assert_eq 1 "$(knob sda add_random)" "sda add_random before (boot value)"
+	mkdir -p "${dropin%/*}"
+	printf 'rules:\n  - name: sata-latency\n    match: { kernel: "sd*" }\n    profile: latency\n' >"$dropin"
+	iotunectl plan sda | sed 's/^/    | /'
+	assert_ok iotunectl apply sda
+	assert_eq 0 "$(knob sda add_random)" "sda add_random"
+	assert_eq 0 "$(knob sda read_ahead_kb)" "sda read_ahead_kb after add_random was written"
+	assert_ok iotunectl verify sda
+	assert_ok iotunectl restore
+	rm -f "$dropin"
+	assert_eq "$(<"$BOOT/sda.read_ahead_kb")" "$(knob sda read_ahead_kb)" "sda read_ahead_kb (boot value)"
+	assert_eq 1 "$(knob sda add_random)" "sda add_random (boot value)"
+}

@@ -2,7 +2,7 @@
 # managed-irqs: what the kernel lets a tuner do with NVMe interrupt vectors
 # (FACTS.md, kernel/irq/proc.c, drivers/nvme/host/pci.c). The I/O queue vectors
 # nvmeXqN (N>0) are kernel-managed: writing their affinity fails (EIO on 6.1,
-# EPERM and a 0444 file on 6.12+). The admin vector nvmeXq0 is not managed and
+# EPERM and a 0444 file on 6.12). The admin vector nvmeXq0 is not managed and
 # takes a write. A managed vector's affinity is its blk-mq queue's cpu_list.
 # nvme.poll_queues=1 adds a polled queue, which has a hardware context but no
 # interrupt vector at all.
@@ -22,26 +22,24 @@ vectors() {
 }
 
 check_io_vectors_are_managed() {
-	local v irq res n=0 ioerr=0
+	local v irq res n=0 want mode
+	# kernel/irq/proc.c: on 6.1 write_irq_affinity refuses a managed vector
+	# with EIO (irq_can_set_affinity_usr); 6.12 makes a managed vector's file
+	# 0444 and the write, even as root, ends in EPERM (docs/KERNELS.md). The two
+	# kernels of the test bed are told apart, nothing in between is claimed.
+	if kernel_at_least 6 12; then want=EPERM; else want=EIO; fi
 	for v in $(vectors); do
 		[[ $v == *q0 ]] && continue
 		irq=$(irq_by_name "$v") || fail "no IRQ named $v"
 		n=$((n + 1))
-		note "$v is IRQ $irq: smp_affinity_list $(<"/proc/irq/$irq/smp_affinity_list"), mode $(stat -c %a "/proc/irq/$irq/smp_affinity_list")"
+		mode=$(stat -c %a "/proc/irq/$irq/smp_affinity_list")
+		note "$v is IRQ $irq: smp_affinity_list $(<"/proc/irq/$irq/smp_affinity_list"), mode $mode"
 		res=$(write_errno "/proc/irq/$irq/smp_affinity_list" 0)
-		case $res in
-		EIO) note "ok: $v: write refused with EIO (the 6.1 behaviour)" ;;
-		EPERM | EACCES) note "ok: $v: write refused with $res (the 6.12+ behaviour)" ;;
-		OK) fail "$v (IRQ $irq): writing smp_affinity_list succeeded; expected EIO (6.1) or EPERM (6.12+)" ;;
-		*) fail "$v (IRQ $irq): writing smp_affinity_list failed with $res; expected EIO (6.1) or EPERM (6.12+)" ;;
-		esac
-		[[ $res == EIO ]] && ioerr=$((ioerr + 1))
+		assert_eq "$want" "$res" "$v (IRQ $irq): a write of its smp_affinity_list on $(uname -r)"
+		echo "fact: managed vector smp_affinity_list = mode $mode, write refused with $res"
 	done
 	((n > 0)) || fail "no I/O queue vectors (nvmeXqN, N>0) in /proc/interrupts"
-	note "$n managed I/O vectors, $ioerr refused with EIO"
-	if [[ $(uname -r) == 6.1.* ]]; then
-		assert_eq "$n" "$ioerr" "I/O vectors refused with EIO on $(uname -r)"
-	fi
+	note "$n managed I/O vectors, each refused with $want"
 }
 
 check_admin_vector_takes_a_write() {

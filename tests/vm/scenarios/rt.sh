@@ -98,7 +98,7 @@ check_io_vector_threads_follow_managed_affinity() {
 	local c irq pid n=0
 	c=$(nvme_ctrl_by_serial nv0) || fail "no controller nv0"
 	io_on nvme0n1
-	for irq in $(nvme_io_irqs "$c"); do
+	for irq in $(awk -v p="^${c}q[1-9][0-9]*\$" '$NF ~ p { sub(":", "", $1); print $1 }' /proc/interrupts); do
 		pid=$(irq_thread "$irq")
 		[[ -n $pid ]] || fail "IRQ $irq of $c has no handler thread"
 		wait_for "io_on nvme0n1 && [[ \$(cpulist_expand \$(thread_cpus $pid)) == \$(cpulist_expand \$(eff $irq)) ]]" 10 \

@@ -35,6 +35,10 @@ static void help(void) {
                "  profiles show NAME      Show a profile after 'extends:' is resolved.\n"
                "  check-config            Validate the configuration; print every error as\n"
                "                          file:line:column.\n"
+               "  check-config --as PATH FILE\n"
+               "                          Validate it as if FILE were installed at PATH (a\n"
+               "                          drop-in, a profile or the main file), touching\n"
+               "                          nothing: for Ansible's validate:, before a reload.\n"
                "  tune DEVICE...          Measure: A/B-test scheduler, nr_requests, rq_affinity,\n"
                "                          nomerges and wbt_lat_usec with read-only io_uring reads,\n"
                "                          keep what wins beyond the noise, propose a drop-in\n"
@@ -142,13 +146,21 @@ static const VerbHelp verbs[] = {
           "  --json, --root DIR, --config DIR\n",
           "  iotunectl profiles\n"
           "  iotunectl profiles show latency\n" },
-        { "check-config", "check-config",
+        { "check-config", "check-config [--as PATH FILE]",
           "Validate the configuration (main file, drop-ins, profiles) and print every\n"
           "error as file:line:column. The unit runs it before start and reload.\n"
-          "Exit 0: valid, 3: invalid.\n",
-          "  --quiet, --json, --root DIR, --config DIR\n",
+          "With --as PATH FILE, the configuration is checked as if FILE were installed\n"
+          "at PATH (the main file iotuned.yaml, a drop-in in iotuned.yaml.d/ or a profile\n"
+          "in profiles/ of a configuration directory): FILE takes the place of the file\n"
+          "at PATH, or is added if there is none; everything else is read as installed.\n"
+          "Nothing at PATH is read or written, and errors in FILE name FILE. This is the\n"
+          "check configuration management runs before it installs a file, e.g. Ansible's\n"
+          "  validate: 'iotunectl check-config --as /etc/iotuned/iotuned.yaml.d/50-site.yaml %s'\n"
+          "Exit 0: valid, 3: invalid, 64: PATH is not a place configuration is read from.\n",
+          "  --as PATH, --quiet, --json, --root DIR, --config DIR\n",
           "  iotunectl check-config\n"
-          "  iotunectl check-config --config ./staging\n" },
+          "  iotunectl check-config --config ./staging\n"
+          "  iotunectl check-config --as /etc/iotuned/profiles/db.yaml ./db.yaml\n" },
         { "tune", "tune DEVICE... [--knobs LIST] [--rounds N] [--runtime TIME] [--write]",
           "Measure what each knob does on this disk and keep what wins. For scheduler,\n"
           "nr_requests, rq_affinity, nomerges and wbt_lat_usec, the profile's value and a\n"
@@ -251,6 +263,7 @@ enum {
         ARG_WRITE,
         ARG_PLOT,
         ARG_INTERVAL,
+        ARG_AS,
 };
 
 int main(int argc, char *argv[]) {
@@ -279,6 +292,7 @@ int main(int argc, char *argv[]) {
                 { "write", no_argument, NULL, ARG_WRITE },
                 { "plot", required_argument, NULL, ARG_PLOT },
                 { "interval", required_argument, NULL, ARG_INTERVAL },
+                { "as", required_argument, NULL, ARG_AS },
                 {},
         };
         Cli cli = { .root = "/" };
@@ -367,6 +381,9 @@ int main(int argc, char *argv[]) {
                 case ARG_INTERVAL:
                         cli.interval = optarg;
                         break;
+                case ARG_AS:
+                        cli.as = optarg;
+                        break;
                 case ':':
                         log_error("Option '%s' needs an argument. Try 'iotunectl --help'.", esc(argv[optind - 1]));
                         return EXIT_USAGE;
@@ -407,6 +424,10 @@ int main(int argc, char *argv[]) {
         }
         if (!streq(verb, "diagnose") && cli.interval) {
                 log_error("The option --interval belongs to 'diagnose'.");
+                return EXIT_USAGE;
+        }
+        if (!streq(verb, "check-config") && cli.as) {
+                log_error("The option --as belongs to 'check-config'.");
                 return EXIT_USAGE;
         }
         if (cli_init(&cli) < 0)
@@ -452,11 +473,17 @@ int main(int argc, char *argv[]) {
         } else if (streq(verb, "diagnose"))
                 ex = cli_diagnose(&cli, args);
         else if (streq(verb, "check-config")) {
-                if (nargs != 0) {
-                        log_error("check-config takes no arguments (use --config DIR to check another tree).");
+                if (cli.as && nargs != 1) {
+                        log_error("check-config --as PATH takes one FILE to check as if it were installed at PATH, "
+                                  "e.g. 'iotunectl check-config --as /etc/iotuned/iotuned.yaml.d/50-site.yaml "
+                                  "new.yaml'.");
+                        ex = EXIT_USAGE;
+                } else if (!cli.as && nargs != 0) {
+                        log_error("check-config takes no arguments (use --config DIR to check another tree, or "
+                                  "--as PATH FILE to check FILE as if it were installed at PATH).");
                         ex = EXIT_USAGE;
                 } else
-                        ex = cli_check_config(&cli);
+                        ex = cli_check_config(&cli, cli.as ? args[0] : NULL);
         } else {
                 log_error("Unknown command '%s'. Try 'iotunectl --help'.", esc(verb));
                 ex = EXIT_USAGE;

@@ -37,6 +37,7 @@ typedef struct Cli {
         bool quiet;
         bool all;                /* also list settings that are ok; diagnose: info findings */
         const char *interval;    /* diagnose --interval, as given */
+        const char *as;          /* check-config --as PATH */
         TuneArgs tune;
         Tuner tuner;             /* the pipeline; iotunectl only adds argv and output */
 } Cli;
@@ -52,7 +53,8 @@ int cli_verify(Cli *c, char **devices);
 int cli_restore(Cli *c, char **devices);
 int cli_explain(Cli *c, const char *device);
 int cli_profiles(Cli *c, const char *action, const char *name);
-int cli_check_config(Cli *c);
+/* candidate: with c->as, the FILE checked as if installed there (NULL without). */
+int cli_check_config(Cli *c, const char *candidate);
 int cli_status(Cli *c);
 int cli_tune(Cli *c, char **devices);
 int cli_diagnose(Cli *c, char **devices);

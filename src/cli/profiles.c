@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The configuration verbs: profiles (list, show) and check-config. */
 #include <assert.h>
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
 
@@ -141,13 +142,26 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
         return EXIT_OK;
 }
 
-int cli_check_config(Cli *c) {
+int cli_check_config(Cli *c, const char *candidate) {
         _cleanup_(config_freep) Config *cfg = NULL;
         Diag diag = {};
         int r, ex;
 
         assert(c);
 
+        if (candidate) {
+                const char *why = NULL;
+                assert(c->as);
+                r = config_paths_set_candidate(&c->tuner.paths, c->root, c->as, candidate, &why);
+                if (r == -ENOMEM)
+                        return log_oom(), EXIT_FAILED;
+                if (r < 0) {
+                        log_error("--as %s: %s. Expected e.g. %s/%s, %s/%s/NAME.yaml or %s/%s/NAME.yaml.", esc(c->as),
+                                  why, IOTUNED_ETC_DIR, "iotuned.yaml", IOTUNED_ETC_DIR, "iotuned.yaml.d",
+                                  IOTUNED_ETC_DIR, "profiles");
+                        return EXIT_USAGE;
+                }
+        }
         r = cli_load_config(c, &cfg, c->json ? &diag : NULL);
         ex = r < 0 ? cli_config_exit(r) : EXIT_OK;
 
@@ -155,6 +169,13 @@ int cli_check_config(Cli *c) {
                 json_object *j = report_document_new("check-config"), *files = json_object_new_array(),
                             *masked = json_object_new_array(), *errors = json_object_new_array();
                 json_object_object_add(j, "valid", json_object_new_boolean(ex == EXIT_OK));
+                if (candidate) {
+                        json_object *cj = json_object_new_object();
+                        json_object_object_add(cj, "file", json_object_new_string(candidate));
+                        json_object_object_add(cj, "as", json_object_new_string(c->as));
+                        json_object_object_add(j, "candidate", cj);
+                } else
+                        json_object_object_add(j, "candidate", NULL);
                 for (size_t i = 0; i < diag.n; i++) {
                         json_object *e = report_mark_json(&diag.items[i].mark);
                         if (!e) {
@@ -183,6 +204,8 @@ int cli_check_config(Cli *c) {
         }
         if (ex != EXIT_OK || c->quiet)
                 return ex;
+        if (candidate)
+                printf("With %s as %s:\n", esc(candidate), esc(c->as));
         printf("Configuration is valid: %zu rule%s, %zu profile%s, default profile %s.\n", cfg->n_rules,
                cfg->n_rules == 1 ? "" : "s", cfg->n_profiles, cfg->n_profiles == 1 ? "" : "s", esc(cfg->default_profile));
         printf("Files, in the order they were read:\n");

@@ -110,6 +110,18 @@ int conf_files_collect(const ConfigPaths *paths, const char *subdir, const char 
 
                 if (!base)
                         return -ENOMEM;
+                /* check-config --as: the candidate comes first in its directory, so
+                 * that it takes the place of a file there of its name (which is not
+                 * read), and counts even when the directory does not exist yet. */
+                if (paths->candidate_dir && streq(base, paths->candidate_dir) &&
+                    (!single || streq(single, paths->candidate_name))) {
+                        r = conf_files_add(out, paths->candidate_name, paths->candidate_file, NULL,
+                                           is_masked(paths->candidate_file));
+                        if (r < 0)
+                                return r;
+                        if (single)
+                                continue;
+                }
                 if (single) {
                         _cleanup_free_ char *p = path_join(base, single);
                         struct stat st;

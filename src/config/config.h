@@ -104,6 +104,11 @@ typedef struct Config {
 typedef struct ConfigPaths {
         char **dirs;
         bool builtin;   /* include the embedded defaults */
+        /* check-config --as: the file read as if it were installed in candidate_dir
+         * as candidate_name (config_paths_set_candidate()); all NULL otherwise. */
+        char *candidate_dir;
+        char *candidate_name;
+        char *candidate_file;
 } ConfigPaths;
 
 extern const char *const discovery_class_names[_DISCOVERY_MAX];
@@ -113,6 +118,13 @@ void config_paths_done(ConfigPaths *p);
  * tree); it is normalised here, so callers pass it on unchanged. config_dir: if
  * set (may be NULL), the only directory searched. */
 int config_paths_default(const char *root, const char *config_dir, ConfigPaths *ret);
+/* Read `file` as if it were installed at `path` (under `root`, as for
+ * config_paths_default()): the main file, a drop-in or a profile of one of p's
+ * directories. It takes the place of a file of that name there, or is added
+ * when there is none; its diagnostics name `file`. Nothing at `path` is read.
+ * -EINVAL when `path` is not such a place, with the reason in *ret_why. */
+int config_paths_set_candidate(ConfigPaths *p, const char *root, const char *path, const char *file,
+                               const char **ret_why);
 
 Config *config_free(Config *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);

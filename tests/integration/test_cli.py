@@ -284,6 +284,76 @@ class CliTest(unittest.TestCase):
         os.chmod(os.path.dirname(path), 0o755)
         self.run_cli("check-config")
 
+    def test_check_config_as_checks_a_candidate_without_installing_it(self):
+        # What Ansible's `validate: 'iotunectl check-config --as PATH %s'` runs: the
+        # candidate in a temporary file, checked in the place it is meant for.
+        installed = self.write_conf("iotuned.yaml.d/50-site.yaml",
+                                    "rules:\n  - match: { kernel: 'sd*' }\n    profile: latency\n")
+        with open(installed) as f:
+            before = f.read()
+        cand_dir = tempfile.mkdtemp(prefix="iotuned-candidate-")
+        self.addCleanup(shutil.rmtree, cand_dir, ignore_errors=True)
+        bad = os.path.join(cand_dir, "tmpXYZ.bad")
+        with open(bad, "w") as f:
+            f.write("rules:\n  - match: { kernel: 'sd*' }\n    profile: turbo\n")
+        good = os.path.join(cand_dir, "tmpXYZ.good")
+        with open(good, "w") as f:
+            f.write("rules:\n  - match: { kernel: 'nvme*' }\n    profile: db\n")
+        as_path = "/etc/iotuned/iotuned.yaml.d/50-site.yaml"
+
+        # The bad candidate: refused, its error names it (not PATH), exit 3.
+        p = self.run_cli("check-config", "--as", as_path, bad, expect=3)
+        self.assertIn(f"{bad}:3:14: rule '{bad}:2' uses unknown profile 'turbo'", p.stderr)
+        self.assertNotIn(installed, p.stderr)
+        doc = self.json_of("check-config", "--as", as_path, bad, expect=3)
+        self.assertFalse(doc["valid"])
+        self.assertEqual(doc["candidate"], {"file": bad, "as": as_path})
+        self.assertEqual(doc["errors"], [{"file": bad, "line": 3, "column": 14,
+                                          "message": f"rule '{bad}:2' uses unknown profile 'turbo'"}])
+        # A drop-in that needs a profile not installed yet is invalid ...
+        self.run_cli("check-config", "--as", as_path, good, expect=3)
+        # ... until the profile is there; and a candidate profile is checked the same
+        # way, under the name its PATH gives it, with the installed drop-ins.
+        prof = os.path.join(cand_dir, "db.candidate")
+        with open(prof, "w") as f:
+            f.write("extends: latency\nqueue:\n  nr_requests: 64\n")
+        self.write_conf("iotuned.yaml.d/60-db.yaml", "rules:\n  - match: { kernel: 'vd*' }\n    profile: db\n")
+        self.run_cli("check-config", expect=3)
+        p = self.run_cli("check-config", "--as", "/etc/iotuned/profiles/db.yaml", prof)
+        self.assertIn(f"With {prof} as /etc/iotuned/profiles/db.yaml:\n", p.stdout)
+        self.assertIn(f"  {prof}\n", p.stdout)
+        os.unlink(os.path.join(self.root, "etc/iotuned/iotuned.yaml.d/60-db.yaml"))
+        self.write_conf("profiles/db.yaml", "extends: latency\n")
+        doc = self.json_of("check-config", "--as", as_path, good)
+        self.assertTrue(doc["valid"])
+        self.assertIn(good, doc["files"])
+        self.assertNotIn(installed, doc["files"])  # the candidate took its place
+        # A drop-in that does not exist yet is added, in its name's order.
+        doc = self.json_of("check-config", "--as", "/etc/iotuned/iotuned.yaml.d/40-new.yaml", good)
+        self.assertTrue(doc["valid"])
+        self.assertLess(doc["files"].index(good), doc["files"].index(installed))
+        # PATH was never touched, nothing else was written.
+        with open(installed) as f:
+            self.assertEqual(f.read(), before)
+        self.assertEqual(sorted(os.listdir(os.path.dirname(installed))), ["50-site.yaml"])
+        self.assertFalse(os.path.exists(os.path.join(self.root, "run/iotuned")))
+
+        # Usage errors: exit 64, naming what is wrong.
+        for path, why in (("/etc/iotuned/other/50-site.yaml", "not a place configuration is read from"),
+                          ("/etc/iotuned/iotuned.yaml.d/50-site.yml", "not a *.yaml file name"),
+                          ("/etc/iotuned/iotuned.yaml.d/.50-site.yaml", "not a *.yaml file name"),
+                          ("/etc/iotuned/iotuned.yaml.d/../profiles/x.yaml", "a path with a '..' component"),
+                          ("/tmp/iotuned.yaml", "not a place configuration is read from")):
+            p = self.run_cli("check-config", "--as", path, good, expect=64)
+            self.assertIn(f"--as {path}: {why}", p.stderr)
+        p = self.run_cli("check-config", "--as", as_path, expect=64)
+        self.assertIn("takes one FILE", p.stderr)
+        p = self.run_cli("plan", "--as", as_path, expect=64)
+        self.assertIn("--as belongs to 'check-config'", p.stderr)
+        # A candidate that cannot be read is an invalid configuration, named.
+        p = self.run_cli("check-config", "--as", as_path, os.path.join(cand_dir, "missing.yaml"), expect=3)
+        self.assertIn(f"{cand_dir}/missing.yaml: cannot open: No such file or directory", p.stderr)
+
     def test_unnamed_rule_is_named_by_place(self):
         path = self.write_conf("iotuned.yaml.d/50-site.yaml",
                                "rules:\n  - match: { kernel: 'sd*' }\n    exclude: true\n    profile: turbo\n"

@@ -4,7 +4,7 @@
 
     check-layout.py SRC_DIR LIBRARY.a
 
-The floors, lowest first (README.md, "Layout"):
+The floors, lowest first (docs/ARCHITECTURE.md, "The floors of src/"):
 
     shared -> {probe, measure} -> knob -> {config, diagnose} -> plan -> apply -> {tuner, report} -> {cli, daemon} -> main
 
@@ -61,7 +61,7 @@ def main():
         folder = "" if folder == "." else folder
         if folder not in FLOORS:
             problems.append(f"src/{folder}/: a folder with no floor: add it to FLOORS in {sys.argv[0]} "
-                            "and to README.md's Layout")
+                            "and to docs/ARCHITECTURE.md's floors")
             continue
         for f in sorted(files):
             if f.endswith(".h"):

@@ -9,7 +9,7 @@
 # and restarts.
 #
 # The same machine as daemon.sh: the suite runs it on that boot, after it
-# ('daemon+faults'); it starts from the disks' values as daemon.sh left them
+# ('daemon+faults+hotplug'); it starts from the disks' values as daemon.sh left them
 # (every one restored) and no originals on record.
 # The random delays come from bash's $RANDOM seeded with IOTVM_FAULT_SEED (or a
 # fresh seed, printed): run with `--shell` and `IOTVM_FAULT_SEED=N iotvm_check

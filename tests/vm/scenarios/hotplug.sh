@@ -8,8 +8,14 @@
 # Then NVMe over TCP on loopback (check_fabrics_*, below): iotuned.service tunes
 # multipath path disks connected after it started, lost and back, and two paths.
 
+# The machine of daemon.sh and faults.sh, whose boot it shares
+# ('daemon+faults+hotplug', after them: faults.sh leaves no iotuned running, no
+# hot-added controller and the boot values in place). What it needs of it:
 VM_DEVICES=(
 	"nvme nv0"       # a cold-plugged controller, so the hot one is not nvme0
+	"nvme nv1"
+	"sata sata0"
+	"virtio vd0"
 	"rootport rp1"   # empty slot on pcie.0
 	"spare hot1"     # its backing drive, attached by device_add
 )

@@ -652,10 +652,144 @@ typedef struct PendingWriter {
         unsigned line;
 } PendingWriter;
 
+/* The next logical line from *p into logical (LINE_MAX_LEN + 1 bytes): physical
+ * lines ending in a backslash are joined. Advances *p and *lineno past it. false
+ * when it is too long (it is then skipped whole). */
+static bool next_logical_line(const char **p, unsigned *lineno, char *logical) {
+        size_t len = 0;
+        bool too_long = false, more;
+
+        do {
+                const char *nl = strchr(*p, '\n');
+                size_t n = nl ? (size_t) (nl - *p) : strlen(*p);
+
+                (*lineno)++;
+                more = n > 0 && (*p)[n - 1] == '\\';
+                if (more)
+                        n--;
+                if (len + n > LINE_MAX_LEN)
+                        too_long = true;
+                else {
+                        memcpy(logical + len, *p, n);
+                        len += n;
+                }
+                *p = nl ? nl + 1 : *p + strlen(*p);
+        } while (more && **p);
+        logical[len] = 0;
+        return !too_long;
+}
+
+/* Note the rule's GOTOs and LABELs (at line `first`) in f, for goto_skipping().
+ * 0, or -ENOMEM. */
+static int rules_file_note_gotos(RulesFile *f, const UdevRule *rule, unsigned first) {
+        for (size_t i = 0; i < rule->n; i++) {
+                const UdevKey *k = &rule->keys[i];
+                if ((streq(k->key, "GOTO") || streq(k->key, "LABEL")) && op_is_assign(k->op) &&
+                    f->n_gotos + f->n_labels >= RULE_GOTOS_MAX) {
+                        f->too_many_gotos = true; /* no skip note for this file: bounded work */
+                        continue;
+                }
+                if (streq(k->key, "GOTO") && op_is_assign(k->op)) {
+                        GotoNote *g = realloc(f->gotos, (f->n_gotos + 1) * sizeof(GotoNote));
+                        if (!g)
+                                return -ENOMEM;
+                        f->gotos = g;
+                        f->gotos[f->n_gotos] = (GotoNote){first, strdup(k->value)};
+                        if (!f->gotos[f->n_gotos].label)
+                                return -ENOMEM;
+                        f->n_gotos++;
+                } else if (streq(k->key, "LABEL") && op_is_assign(k->op)) {
+                        unsigned *ll = realloc(f->label_lines, (f->n_labels + 1) * sizeof(unsigned));
+                        if (!ll)
+                                return -ENOMEM;
+                        f->label_lines = ll;
+                        f->label_lines[f->n_labels] = first;
+                        if (strv_extend(&f->labels, k->value) < 0)
+                                return -ENOMEM;
+                        f->n_labels++;
+                }
+        }
+        return 0;
+}
+
+typedef struct PendingList {
+        PendingWriter *items;
+        size_t n;
+} PendingList;
+
+/* The writers of one rule (at shown_path:first): its ATTR{} assignments of queue
+ * knobs and the knobs its RUN programs name, appended to pend. The rule is
+ * evaluated against the disk once, at its first writer. 0, or -errno. */
+static int rule_pend_writers(const MatchCtx *c, const UdevRule *rule, const char *shown_path, unsigned first,
+                             PendingList *pend) {
+        bool evaluated = false;
+        WriterMatch match = WRITER_MATCH_NO;
+        _cleanup_free_ char *why = NULL;
+        bool add = false, change = false;
+        int r;
+
+        for (size_t i = 0; i < rule->n; i++) {
+                const UdevKey *k = &rule->keys[i];
+                size_t pos = 0;
+
+                if (!op_is_assign(k->op))
+                        continue;
+                for (;;) {
+                        const char *knob = NULL;
+                        _cleanup_free_ char *value = NULL, *source = NULL;
+                        PendingWriter *np;
+
+                        if (streq(k->key, "ATTR") && k->attr && pos == 0) {
+                                const Knob *kn = queue_knob_of_attr(k->attr);
+                                pos = 1;
+                                if (!kn)
+                                        break;
+                                knob = kn->name;
+                                value = strdup(k->value);
+                                if (!value)
+                                        return -ENOMEM;
+                        } else if (streq(k->key, "RUN")) {
+                                if (!run_writes(k->value, &knob, &value, &pos))
+                                        break;
+                        } else
+                                break;
+
+                        if (pend->n >= FILE_WRITERS_MAX)
+                                break; /* garbage, bounded: the first ones are reported */
+                        if (!evaluated) {
+                                r = udev_rule_eval(c, rule, &match, &why, &add, &change);
+                                if (r < 0)
+                                        return r;
+                                evaluated = true;
+                        }
+                        if (asprintf_safe(&source, "%s:%u", shown_path, first) < 0)
+                                return -ENOMEM;
+                        np = realloc(pend->items, (pend->n + 1) * sizeof(PendingWriter));
+                        if (!np)
+                                return -ENOMEM;
+                        pend->items = np;
+                        pend->items[pend->n++] = (PendingWriter){
+                                .w = {.kind = WRITER_UDEV_RULE,
+                                      .who = (char *) "udev rule",
+                                      .knob = (char *) knob,
+                                      .value = TAKE_PTR(value),
+                                      .source = TAKE_PTR(source),
+                                      .match = match,
+                                      .why = strdup_or_null(why),
+                                      .on_add = add,
+                                      .on_change = change},
+                                .line = first,
+                        };
+                        if (why && !pend->items[pend->n - 1].w.why)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 static int rules_file_scan(const MatchCtx *c, const char *shown_path, const char *text, WriterList *out) {
         RulesFile f = {};
-        PendingWriter *pend = NULL;
-        size_t n_pend = 0;
+        PendingList pend = {};
         _cleanup_free_ char *logical = NULL;
         unsigned lineno = 0;
         const char *p = text;
@@ -666,30 +800,10 @@ static int rules_file_scan(const MatchCtx *c, const char *shown_path, const char
                 return -ENOMEM;
 
         while (*p) {
-                size_t len = 0;
                 unsigned first = lineno + 1;
-                bool too_long = false, more;
                 _cleanup_(udev_rule_done) UdevRule rule = {};
 
-                /* Join physical lines ending in a backslash into one logical line. */
-                do {
-                        const char *nl = strchr(p, '\n');
-                        size_t n = nl ? (size_t) (nl - p) : strlen(p);
-
-                        lineno++;
-                        more = n > 0 && p[n - 1] == '\\';
-                        if (more)
-                                n--;
-                        if (len + n > LINE_MAX_LEN)
-                                too_long = true;
-                        else {
-                                memcpy(logical + len, p, n);
-                                len += n;
-                        }
-                        p = nl ? nl + 1 : p + strlen(p);
-                } while (more && *p);
-                logical[len] = 0;
-                if (too_long)
+                if (!next_logical_line(&p, &lineno, logical))
                         continue;
 
                 char *s = logical;
@@ -705,120 +819,36 @@ static int rules_file_scan(const MatchCtx *c, const char *shown_path, const char
                         continue;
                 }
 
-                for (size_t i = 0; i < rule.n; i++) {
-                        const UdevKey *k = &rule.keys[i];
-                        if ((streq(k->key, "GOTO") || streq(k->key, "LABEL")) && op_is_assign(k->op) &&
-                            f.n_gotos + f.n_labels >= RULE_GOTOS_MAX) {
-                                f.too_many_gotos = true; /* no skip note for this file: bounded work */
-                                continue;
-                        }
-                        if (streq(k->key, "GOTO") && op_is_assign(k->op)) {
-                                GotoNote *g = realloc(f.gotos, (f.n_gotos + 1) * sizeof(GotoNote));
-                                if (!g)
-                                        goto nomem;
-                                f.gotos = g;
-                                f.gotos[f.n_gotos] = (GotoNote){first, strdup(k->value)};
-                                if (!f.gotos[f.n_gotos].label)
-                                        goto nomem;
-                                f.n_gotos++;
-                        } else if (streq(k->key, "LABEL") && op_is_assign(k->op)) {
-                                unsigned *ll = realloc(f.label_lines, (f.n_labels + 1) * sizeof(unsigned));
-                                if (!ll)
-                                        goto nomem;
-                                f.label_lines = ll;
-                                f.label_lines[f.n_labels] = first;
-                                if (strv_extend(&f.labels, k->value) < 0)
-                                        goto nomem;
-                                f.n_labels++;
-                        }
-                }
-
-                bool evaluated = false;
-                WriterMatch match = WRITER_MATCH_NO;
-                _cleanup_free_ char *why = NULL;
-                bool add = false, change = false;
-
-                for (size_t i = 0; i < rule.n; i++) {
-                        const UdevKey *k = &rule.keys[i];
-                        size_t pos = 0;
-
-                        if (!op_is_assign(k->op))
-                                continue;
-                        for (;;) {
-                                const char *knob = NULL;
-                                _cleanup_free_ char *value = NULL, *source = NULL;
-                                PendingWriter *np;
-
-                                if (streq(k->key, "ATTR") && k->attr && pos == 0) {
-                                        const Knob *kn = queue_knob_of_attr(k->attr);
-                                        pos = 1;
-                                        if (!kn)
-                                                break;
-                                        knob = kn->name;
-                                        value = strdup(k->value);
-                                        if (!value)
-                                                goto nomem;
-                                } else if (streq(k->key, "RUN")) {
-                                        if (!run_writes(k->value, &knob, &value, &pos))
-                                                break;
-                                } else
-                                        break;
-
-                                if (n_pend >= FILE_WRITERS_MAX)
-                                        break; /* garbage, bounded: the first ones are reported */
-                                if (!evaluated) {
-                                        r = udev_rule_eval(c, &rule, &match, &why, &add, &change);
-                                        if (r < 0)
-                                                goto finish;
-                                        evaluated = true;
-                                }
-                                if (asprintf_safe(&source, "%s:%u", shown_path, first) < 0)
-                                        goto nomem;
-                                np = realloc(pend, (n_pend + 1) * sizeof(PendingWriter));
-                                if (!np)
-                                        goto nomem;
-                                pend = np;
-                                pend[n_pend++] = (PendingWriter){
-                                        .w = {.kind = WRITER_UDEV_RULE,
-                                              .who = (char *) "udev rule",
-                                              .knob = (char *) knob,
-                                              .value = TAKE_PTR(value),
-                                              .source = TAKE_PTR(source),
-                                              .match = match,
-                                              .why = strdup_or_null(why),
-                                              .on_add = add,
-                                              .on_change = change},
-                                        .line = first,
-                                };
-                                if (why && !pend[n_pend - 1].w.why)
-                                        goto nomem;
-                        }
-                }
+                r = rules_file_note_gotos(&f, &rule, first);
+                if (r < 0)
+                        goto finish;
+                r = rule_pend_writers(c, &rule, shown_path, first, &pend);
+                if (r < 0)
+                        goto finish;
         }
 
         /* With the whole file read, a GOTO jumping over a rule can be told. */
-        for (size_t i = 0; i < n_pend; i++) {
-                const GotoNote *g = pend[i].w.match != WRITER_MATCH_NO && !f.too_many_gotos
-                                            ? goto_skipping(&f, pend[i].line)
+        for (size_t i = 0; i < pend.n; i++) {
+                const GotoNote *g = pend.items[i].w.match != WRITER_MATCH_NO && !f.too_many_gotos
+                                            ? goto_skipping(&f, pend.items[i].line)
                                             : NULL;
-                if (g && writers_text_append(&pend[i].w.why, "GOTO=\"%s\" at line %u may skip it (not followed)", g->label,
-                                     g->line) < 0)
-                        goto nomem;
-                r = writer_add(out, &pend[i].w);
+                if (g && writers_text_append(&pend.items[i].w.why, "GOTO=\"%s\" at line %u may skip it (not followed)",
+                                             g->label, g->line) < 0) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                r = writer_add(out, &pend.items[i].w);
                 if (r < 0)
                         goto finish;
         }
         r = 0;
-        goto finish;
-nomem:
-        r = -ENOMEM;
 finish:
-        for (size_t i = 0; i < n_pend; i++) {
-                free(pend[i].w.value);
-                free(pend[i].w.source);
-                free(pend[i].w.why);
+        for (size_t i = 0; i < pend.n; i++) {
+                free(pend.items[i].w.value);
+                free(pend.items[i].w.source);
+                free(pend.items[i].w.why);
         }
-        free(pend);
+        free(pend.items);
         for (size_t i = 0; i < f.n_gotos; i++)
                 free(f.gotos[i].label);
         free(f.gotos);

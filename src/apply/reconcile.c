@@ -277,25 +277,17 @@ static bool root_on_nvme(void) {
         return strstr(target, "/nvme/") != NULL;
 }
 
-/* nvme.poll_queues / write_queues / io_queue_depth as seen on one controller. The parameter is
- * module-wide and read when the driver probes a controller (FACTS.md): what can be
- * done now is to record it in our modprobe.d drop-in, and, with `apply: rebind`,
- * to rebind an idle controller so that it is probed again. */
-static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOptions *o) {
+/* Module row s as controller c has it now: its value resolved into s->effective
+ * (*ret_want), its queue maps into *m, what they give into s->observed
+ * (*ret_have). 1 known; 0 not, and s's state says why; -errno. */
+static int module_row_observe(const DevicePlan *p, Setting *s, unsigned possible, NvmeQueueMap *m, unsigned *ret_have,
+                              unsigned *ret_want) {
         const Device *d = p->device;
         const NvmeCtrl *c = d->nvme;
         const Knob *k = s->knob;
-        _cleanup_free_ char *note = NULL, *why = NULL, *key = NULL, *mqes = NULL, *limit = NULL;
-        unsigned possible = possible_cpus();
+        _cleanup_free_ char *note = NULL;
         KnobFacts facts = { .possible_cpus = possible, .max_queue_entries = c->max_queue_entries };
-        int dropin[_KNOB_MAX], target, r;
-        unsigned have, want;
-        NvmeQueueMap m;
-        bool in_place, unbound;
-
-        assert(p);
-        assert(s);
-        assert(o);
+        int r;
 
         if (!c->transport || !streq(c->transport, "pcie")) {
                 set_state(s, STATE_UNSUPPORTED, 0,
@@ -312,20 +304,158 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                 return 0;
         }
         set_note(s, TAKE_PTR(note));
-        r = nvme_queue_map_from_queues(d->queues, d->n_queues, d->io_poll, &m);
+        r = nvme_queue_map_from_queues(d->queues, d->n_queues, d->io_poll, m);
         if (r < 0)
                 return r;
-        if (!m.known) {
+        if (!m->known) {
                 set_state(s, STATE_FAILED, -EIO, "cannot tell %s's queue maps from mq/*/cpu_list", d->name);
                 return 0;
         }
-        m.nr_tags = d->nr_tags;
-        queue_map_detail(s, &m);
-        have = k->from_queue_map(&m);
+        m->nr_tags = d->nr_tags;
+        queue_map_detail(s, m);
+        *ret_have = k->from_queue_map(m);
+        if (asprintf_safe(&s->observed, "%u", *ret_have) < 0)
+                return -ENOMEM;
+        r = safe_atou(s->effective, ret_want);
+        if (r < 0)
+                return r;
+        return 1;
+}
+
+/* The controller has at least what row s wants: ok, and in APPLY the drop-in
+ * comes down to `target` when the profiles now want less than it says. */
+static void module_row_in_step(Setting *s, const ReconcileOptions *o, int dropin[_KNOB_MAX], int target, unsigned have,
+                               unsigned want) {
+        const Knob *k = s->knob;
+        int r;
+
+        if (have > want)
+                set_state(s, STATE_OK, 0,
+                          "nvme.%s is module-wide: the controller has %u %s because another profile or "
+                          "the driver's setting asks for more",
+                          k->attr, have, k->unit);
+        else
+                s->state = STATE_OK;
+        if (o->mode == RECONCILE_APPLY && o->modprobe_dropin && !s->hold && dropin[k->id] > target) {
+                dropin[k->id] = target;
+                r = nvme_dropin_write(o->modprobe_dropin, dropin);
+                if (r < 0)
+                        set_state(s, STATE_FAILED, r, "cannot write %s: %m", o->modprobe_dropin);
+        }
+}
+
+/* A dry run or a verify of module row s, which the controller does not have yet. */
+static void module_row_preview(const DevicePlan *p, Setting *s, const ReconcileOptions *o, const int dropin[_KNOB_MAX],
+                               int target, unsigned want) {
+        const NvmeCtrl *c = p->device->nvme;
+        const Knob *k = s->knob;
+
+        if (dropin[k->id] >= (int) want)
+                set_state(s, STATE_PENDING_REBOOT, 0,
+                          "nvme.%s=%d is in %s; %s takes it when the driver next probes it "
+                          "(reboot%s)",
+                          k->attr, dropin[k->id], o->modprobe_dropin, c->name,
+                          p->nvme_rebind ? ", or apply rebinds it when idle" : "");
+        else if (o->mode == RECONCILE_VERIFY)
+                set_state(s, STATE_DRIFTED, 0, "nvme.%s=%u is not in %s", k->attr, want,
+                          o->modprobe_dropin ?: "the modprobe.d drop-in");
+        else
+                set_state(s, STATE_CHANGED, 0, "would write nvme.%s=%d to %s, then %s", k->attr, target,
+                          o->modprobe_dropin ?: "the modprobe.d drop-in",
+                          p->nvme_rebind ? "rebind the controller if it is idle (apply: rebind)"
+                                         : "wait for the next boot");
+}
+
+/* APPLY, with the drop-in written: rebind the controller where the profile
+ * allows it (`apply: rebind`), it is idle and was not rebound for these counts
+ * before, and say what it came back with (its queue maps into *m); else the row
+ * waits for a reboot. 0, or -ENOMEM. */
+static int module_row_rebind(DevicePlan *p, Setting *s, const ReconcileOptions *o, const int dropin[_KNOB_MAX],
+                             int target, unsigned want, NvmeQueueMap *m) {
+        const NvmeCtrl *c = p->device->nvme;
+        const Knob *k = s->knob;
+        _cleanup_free_ char *why = NULL, *key = NULL, *mqes = NULL, *limit = NULL;
+        unsigned have;
+        bool unbound;
+        int r;
+
+        /* Once per controller and set of counts: one that comes back short is not
+         * rebound in a loop, but a later, larger count may rebind it again. */
+        key = nvme_rebind_key(c, dropin);
+        if (!key)
+                return -ENOMEM;
+        if (!p->nvme_rebind || !o->allow_rebind || strv_contains(o->rebound_already, key)) {
+                set_state(s, STATE_PENDING_REBOOT, 0,
+                          "nvme.%s=%d is in %s; %s takes it when the driver next probes it (reboot%s%s)",
+                          k->attr, target, o->modprobe_dropin, c->name,
+                          root_on_nvme() ? "; root is on NVMe: rebuild the initramfs first" : "",
+                          !p->nvme_rebind       ? ", or `apply: rebind` in the profile"
+                          : !o->allow_rebind    ? "; drift checks never rebind"
+                                                : "; it was rebound for these counts once already and came back short");
+                return 0;
+        }
+        r = nvme_ctrl_in_use(c, &why);
+        if (r != 0) {
+                set_state(s, STATE_PENDING_REBOOT, 0, "not rebinding %s: %s; nvme.%s=%d takes effect at the next boot",
+                          c->name, r < 0 ? strerror(-r) : why ?: "it is in use", k->attr, target);
+                return 0;
+        }
+        free(why);
+        why = NULL;
+        log_info("Rebinding %s (%s) to the nvme driver for nvme.%s=%d.", c->name, c->address ?: "?", k->attr, target);
+        r = nvme_ctrl_rebind(c, dropin, NVME_REBIND_TIMEOUT_USEC, &unbound, m, &why);
+        if (unbound) {
+                p->rebound = true;
+                free(p->rebind_key);
+                p->rebind_key = TAKE_PTR(key);
+        }
+        if (r < 0) {
+                set_state(s, STATE_FAILED, r, "%s", why ?: "rebinding failed");
+                return 0;
+        }
+        queue_map_detail(s, m);
+        have = k->from_queue_map(m);
+        free(s->previous);
+        s->previous = TAKE_PTR(s->observed);
         if (asprintf_safe(&s->observed, "%u", have) < 0)
                 return -ENOMEM;
-        r = safe_atou(s->effective, &want);
-        if (r < 0)
+        /* Probed just now with the parameter at target or above (the live value is only
+         * ever raised): fewer entries is the controller's own limit, CAP.MQES + 1
+         * (drivers/nvme/host/pci.c: nvme_pci_enable), unknown before where the kernel
+         * keeps a bound driver's BAR to itself (CONFIG_IO_STRICT_DEVMEM). A profile
+         * within it makes the row ok. */
+        if (k->sets_tag_depth && have > 0 && have < want && (int) have < target &&
+            asprintf_safe(&limit, "; %u is this controller's own limit, CAP.MQES + 1", have) < 0)
+                return -ENOMEM;
+        if (c->max_queue_entries && asprintf_safe(&mqes, " of at most %u entries", c->max_queue_entries) < 0)
+                return -ENOMEM;
+        if (have >= want)
+                set_state(s, STATE_CHANGED, 0, "rebound %s, which was idle: it now has %u %s", c->name, have,
+                          k->unit);
+        else
+                set_state(s, STATE_FAILED, -EIO,
+                          "rebound %s, but it came back with %u %s (the controller granted %u I/O queues%s)%s",
+                          c->name, have, k->unit, c->granted_sq, mqes ?: "", limit ?: "");
+        return 0;
+}
+
+/* nvme.poll_queues / write_queues / io_queue_depth as seen on one controller. The parameter is
+ * module-wide and read when the driver probes a controller (FACTS.md): what can be
+ * done now is to record it in our modprobe.d drop-in, and, with `apply: rebind`,
+ * to rebind an idle controller so that it is probed again. */
+static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOptions *o) {
+        const Knob *k = s->knob;
+        unsigned possible = possible_cpus();
+        int dropin[_KNOB_MAX], target, r;
+        unsigned have, want;
+        NvmeQueueMap m;
+
+        assert(p);
+        assert(s);
+        assert(o);
+
+        r = module_row_observe(p, s, possible, &m, &have, &want);
+        if (r <= 0)
                 return r;
 
         /* What the drop-in should say: the largest value any plan wants, within what
@@ -342,20 +472,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
         }
 
         if (have >= want) {
-                if (have > want)
-                        set_state(s, STATE_OK, 0,
-                                  "nvme.%s is module-wide: the controller has %u %s because another profile or "
-                                  "the driver's setting asks for more",
-                                  k->attr, have, k->unit);
-                else
-                        s->state = STATE_OK;
-                /* Keep the drop-in in step when the profiles now want less than it says. */
-                if (o->mode == RECONCILE_APPLY && o->modprobe_dropin && !s->hold && dropin[k->id] > target) {
-                        dropin[k->id] = target;
-                        r = nvme_dropin_write(o->modprobe_dropin, dropin);
-                        if (r < 0)
-                                set_state(s, STATE_FAILED, r, "cannot write %s: %m", o->modprobe_dropin);
-                }
+                module_row_in_step(s, o, dropin, target, have, want);
                 return 0;
         }
 
@@ -366,23 +483,9 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                           k->attr, want);
                 return 0;
         }
-        in_place = dropin[k->id] >= (int) want;
 
         if (o->mode == RECONCILE_DRY_RUN || o->mode == RECONCILE_VERIFY) {
-                if (in_place)
-                        set_state(s, STATE_PENDING_REBOOT, 0,
-                                  "nvme.%s=%d is in %s; %s takes it when the driver next probes it "
-                                  "(reboot%s)",
-                                  k->attr, dropin[k->id], o->modprobe_dropin, c->name,
-                                  p->nvme_rebind ? ", or apply rebinds it when idle" : "");
-                else if (o->mode == RECONCILE_VERIFY)
-                        set_state(s, STATE_DRIFTED, 0, "nvme.%s=%u is not in %s", k->attr, want,
-                                  o->modprobe_dropin ?: "the modprobe.d drop-in");
-                else
-                        set_state(s, STATE_CHANGED, 0, "would write nvme.%s=%d to %s, then %s", k->attr, target,
-                                  o->modprobe_dropin ?: "the modprobe.d drop-in",
-                                  p->nvme_rebind ? "rebind the controller if it is idle (apply: rebind)"
-                                                 : "wait for the next boot");
+                module_row_preview(p, s, o, dropin, target, want);
                 return 0;
         }
 
@@ -409,64 +512,7 @@ static int reconcile_module_row(DevicePlan *p, Setting *s, const ReconcileOption
                         return 0;
                 }
         }
-        /* Once per controller and set of counts: one that comes back short is not
-         * rebound in a loop, but a later, larger count may rebind it again. */
-        key = nvme_rebind_key(c, dropin);
-        if (!key)
-                return -ENOMEM;
-        if (!p->nvme_rebind || !o->allow_rebind || strv_contains(o->rebound_already, key)) {
-                set_state(s, STATE_PENDING_REBOOT, 0,
-                          "nvme.%s=%d is in %s; %s takes it when the driver next probes it (reboot%s%s)",
-                          k->attr, target, o->modprobe_dropin, c->name,
-                          root_on_nvme() ? "; root is on NVMe: rebuild the initramfs first" : "",
-                          !p->nvme_rebind       ? ", or `apply: rebind` in the profile"
-                          : !o->allow_rebind    ? "; drift checks never rebind"
-                                                : "; it was rebound for these counts once already and came back short");
-                return 0;
-        }
-        r = nvme_ctrl_in_use(c, &why);
-        if (r != 0) {
-                set_state(s, STATE_PENDING_REBOOT, 0, "not rebinding %s: %s; nvme.%s=%d takes effect at the next boot",
-                          c->name, r < 0 ? strerror(-r) : why ?: "it is in use", k->attr, target);
-                return 0;
-        }
-        free(why);
-        why = NULL;
-        log_info("Rebinding %s (%s) to the nvme driver for nvme.%s=%d.", c->name, c->address ?: "?", k->attr, target);
-        r = nvme_ctrl_rebind(c, dropin, NVME_REBIND_TIMEOUT_USEC, &unbound, &m, &why);
-        if (unbound) {
-                p->rebound = true;
-                free(p->rebind_key);
-                p->rebind_key = TAKE_PTR(key);
-        }
-        if (r < 0) {
-                set_state(s, STATE_FAILED, r, "%s", why ?: "rebinding failed");
-                return 0;
-        }
-        queue_map_detail(s, &m);
-        have = k->from_queue_map(&m);
-        free(s->previous);
-        s->previous = TAKE_PTR(s->observed);
-        if (asprintf_safe(&s->observed, "%u", have) < 0)
-                return -ENOMEM;
-        /* Probed just now with the parameter at target or above (the live value is only
-         * ever raised): fewer entries is the controller's own limit, CAP.MQES + 1
-         * (drivers/nvme/host/pci.c: nvme_pci_enable), unknown before where the kernel
-         * keeps a bound driver's BAR to itself (CONFIG_IO_STRICT_DEVMEM). A profile
-         * within it makes the row ok. */
-        if (k->sets_tag_depth && have > 0 && have < want && (int) have < target &&
-            asprintf_safe(&limit, "; %u is this controller's own limit, CAP.MQES + 1", have) < 0)
-                return -ENOMEM;
-        if (c->max_queue_entries && asprintf_safe(&mqes, " of at most %u entries", c->max_queue_entries) < 0)
-                return -ENOMEM;
-        if (have >= want)
-                set_state(s, STATE_CHANGED, 0, "rebound %s, which was idle: it now has %u %s", c->name, have,
-                          k->unit);
-        else
-                set_state(s, STATE_FAILED, -EIO,
-                          "rebound %s, but it came back with %u %s (the controller granted %u I/O queues%s)%s",
-                          c->name, have, k->unit, c->granted_sq, mqes ?: "", limit ?: "");
-        return 0;
+        return module_row_rebind(p, s, o, dropin, target, want, &m);
 }
 
 /* Nothing is written to a disk whose originals could not be recorded: say why. */
@@ -533,6 +579,144 @@ static pthread_mutex_t *shared_rows_lock_for(const Knob *k) {
         return &shared_rows_lock;
 }
 
+/* Row s, of a scope that reconciles its rows itself (controller, module, PCIe
+ * link): recorded before its first write in APPLY. *nr_tags_pending: the tag
+ * depth it leaves pending, where it sets one. 0, or -errno. */
+static int reconcile_scope_row(DevicePlan *p, Setting *s, const ReconcileOptions *o, const char *read_now[_KNOB_MAX],
+                               bool *recorded, int *lock, unsigned *nr_tags_pending) {
+        const Knob *k = s->knob;
+        unsigned entries;
+        int r;
+
+        /* The first write to this disk's world: record before it. */
+        if (o->mode == RECONCILE_APPLY && (r = record_once(p, o, read_now, recorded, lock)) < 0)
+                return r;
+        r = scope_ops_of(k)->reconcile(p, s, o);
+        if (r < 0)
+                return r;
+        if (p->rebound)
+                return 0;
+        if (k->sets_tag_depth && (s->state == STATE_PENDING_REBOOT || s->state == STATE_CHANGED) && s->effective &&
+            safe_atou(s->effective, &entries) == 0 && entries > p->device->nr_tags + 1)
+                *nr_tags_pending = entries - 1;
+        return 0;
+}
+
+/* Forget what the last reconcile found of row s. */
+static void setting_clear(Setting *s) {
+        free(s->observed);
+        free(s->effective);
+        free(s->previous);
+        s->observed = s->effective = s->previous = NULL;
+        s->error = 0;
+        s->reset_by = NULL;
+}
+
+/* Read row s as the disk has it now into s->observed (*why: the reason it cannot
+ * be read, where read_setting() gives one). 1 read; 0 not, and s's state says
+ * why; -ENOMEM. */
+static int read_row(const Device *d, Setting *s, char **why) {
+        const Knob *k = s->knob;
+        int r;
+
+        r = read_setting(d, s, &s->observed, why);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -EOPNOTSUPP) {
+                set_state(s, STATE_UNSUPPORTED, 0, "%s", *why ?: "not supported by this controller");
+                return 0;
+        }
+        if (r < 0 && *why) {
+                set_state(s, STATE_FAILED, r, "%s", *why);
+                return 0;
+        }
+        if (r == -ENOENT && s->irq >= 0) {
+                set_state(s, STATE_FAILED, r, "IRQ %d is gone (its device was removed?)", s->irq);
+                return 0;
+        }
+        if (r == -ENOENT) {
+                set_state(s, STATE_UNSUPPORTED, 0, "this kernel or device has no %s", k->attr);
+                return 0;
+        }
+        if (r < 0 && k->unsupported_errno && r == -k->unsupported_errno) {
+                /* The row says what this errno means (wbt_lat_usec: WBT never set up). */
+                set_state(s, STATE_UNSUPPORTED, 0, "%s", k->unsupported_why);
+                return 0;
+        }
+        if (r < 0) {
+                set_state(s, STATE_FAILED, r, "cannot read %s: %s", k->attr, file_strerror(r));
+                return 0;
+        }
+        return 1;
+}
+
+/* Row s reads as it should: ok, unless in a dry run a row before it resets it
+ * (block/elevator.c: the scheduler switch resets nr_requests;
+ * block/blk-settings.c, 6.11+: a queue-limits update recomputes the read-ahead);
+ * it is written after. */
+static void settle_row_in_place(Setting *s, const ReconcileOptions *o, const Knob *const reset_by[static _KNOB_MAX]) {
+        const Knob *k = s->knob;
+
+        if (o->mode == RECONCILE_DRY_RUN && reset_by[k->id] && !knob_reset_keeps(reset_by[k->id], k, s->effective)) {
+                if (reset_by[k->id]->resolve_basis)
+                        set_state(s, STATE_CHANGED, 0, "the %s switch resets it; written afterwards",
+                                  reset_by[k->id]->name);
+                else
+                        set_state(s, STATE_CHANGED, 0,
+                                  "writing %s resets it (a queue-limits update); written afterwards",
+                                  reset_by[k->id]->name);
+                return;
+        }
+        s->state = STATE_OK;
+}
+
+/* APPLY: write row s's effective value, read it back, and say how it went
+ * (*why: freed, then the write's reason where it gives one). */
+static void write_row(const Device *d, Setting *s, const Knob *reset_by[static _KNOB_MAX], char **why) {
+        const Knob *k = s->knob;
+        int r;
+
+        free(*why);
+        *why = NULL;
+        r = write_setting(d, s, s->effective, why);
+        s->previous = TAKE_PTR(s->observed);
+        if (r == -EOPNOTSUPP) {
+                set_state(s, STATE_UNSUPPORTED, 0, "%s", *why ?: "not supported by this controller");
+                return;
+        }
+        if (read_setting(d, s, &s->observed, NULL) < 0) {
+                set_state(s, STATE_FAILED, r < 0 ? r : -EIO, "cannot read %s back after writing", k->attr);
+                return;
+        }
+        if (streq(s->observed, s->effective)) {
+                /* Matches even if write() complained (systemd's write_string_file idiom). */
+                s->state = STATE_CHANGED;
+                /* Whoever changed this row did not change the rows it resets: they
+                 * are written again after it as iotuned's own consequence. */
+                s->reset_by = s->irq < 0 ? reset_by[k->id] : NULL;
+                if (s->irq < 0)
+                        mark_resets(reset_by, k);
+                return;
+        }
+        if (s->irq >= 0 && is_managed_refusal(r)) {
+                s->rt.managed = true;
+                free(s->previous);
+                s->previous = NULL;
+                read_effective_affinity(s);
+                set_managed(s, r == -EIO     ? "write refused with EIO"
+                               : r == -EPERM ? "write refused with EPERM"
+                                             : "write refused with EACCES");
+        } else if (s->irq >= 0 && r == -EROFS)
+                set_state(s, STATE_FAILED, r, "/proc/irq is read-only here (ProtectKernelTunables= in the unit?)");
+        else if (r < 0 && *why)
+                set_state(s, STATE_FAILED, r, "%s", *why);
+        else if (r < 0)
+                write_failure_note(s, s->effective, r);
+        else
+                set_state(s, STATE_FAILED, -EIO, "kernel reads back '%s' after writing '%s'", s->observed,
+                          s->effective);
+}
+
 int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
         const Device *d;
         const Knob *basis = knob_resolve_basis();
@@ -579,57 +763,23 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                         nvme_ctrl_identify_once(p->device->nvme);
                 /* Held to the end of this row (the cleanup unlocks it). */
                 _cleanup_(shared_rows_unlockp) _unused_ pthread_mutex_t *shared = shared_rows_lock_for(k);
-                free(s->observed);
-                free(s->effective);
-                free(s->previous);
-                s->observed = s->effective = s->previous = NULL;
-                s->error = 0;
-                s->reset_by = NULL;
+                setting_clear(s);
                 if (k->needs_mq && !d->has_mq)
                         continue; /* planned as unsupported */
                 if (scope_ops_of(k)->reconcile) {
-                        /* The first write to this disk's world: record before it. */
-                        if (o->mode == RECONCILE_APPLY && (r = record_once(p, o, read_now, &recorded, &lock)) < 0)
-                                return r;
-                        r = scope_ops_of(k)->reconcile(p, s, o);
+                        r = reconcile_scope_row(p, s, o, read_now, &recorded, &lock, &nr_tags_pending);
                         if (r < 0)
                                 return r;
                         if (p->rebound)
                                 return 0; /* the disk is gone and back: the caller plans it afresh */
-                        unsigned entries;
-                        if (k->sets_tag_depth && (s->state == STATE_PENDING_REBOOT || s->state == STATE_CHANGED) &&
-                            s->effective && safe_atou(s->effective, &entries) == 0 && entries > d->nr_tags + 1)
-                                nr_tags_pending = entries - 1;
                         continue;
                 }
 
                 _cleanup_free_ char *why = NULL;
-                r = read_setting(d, s, &s->observed, &why);
-                if (r == -ENOMEM)
-                        return r;
-                if (r == -EOPNOTSUPP) {
-                        set_state(s, STATE_UNSUPPORTED, 0, "%s", why ?: "not supported by this controller");
-                        continue;
-                }
-                if (r < 0 && why) {
-                        set_state(s, STATE_FAILED, r, "%s", why);
-                        continue;
-                }
-                if (r == -ENOENT && s->irq >= 0) {
-                        set_state(s, STATE_FAILED, r, "IRQ %d is gone (its device was removed?)", s->irq);
-                        continue;
-                }
-                if (r == -ENOENT) {
-                        set_state(s, STATE_UNSUPPORTED, 0, "this kernel or device has no %s", k->attr);
-                        continue;
-                }
-                if (r < 0 && k->unsupported_errno && r == -k->unsupported_errno) {
-                        /* The row says what this errno means (wbt_lat_usec: WBT never set up). */
-                        set_state(s, STATE_UNSUPPORTED, 0, "%s", k->unsupported_why);
-                        continue;
-                }
-                if (r < 0) {
-                        set_state(s, STATE_FAILED, r, "cannot read %s: %s", k->attr, file_strerror(r));
+                r = read_row(d, s, &why);
+                if (r <= 0) {
+                        if (r < 0)
+                                return r;
                         continue;
                 }
                 if (!recorded && k->scope == KNOB_SCOPE_QUEUE && s->irq < 0)
@@ -672,22 +822,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 }
 
                 if (streq(s->observed, s->effective)) {
-                        if (o->mode == RECONCILE_DRY_RUN && reset_by[k->id] &&
-                            !knob_reset_keeps(reset_by[k->id], k, s->effective)) {
-                                /* A row before it resets it (block/elevator.c: the scheduler
-                                 * switch resets nr_requests; block/blk-settings.c, 6.11+: a
-                                 * queue-limits update recomputes the read-ahead); it is
-                                 * written after. */
-                                if (reset_by[k->id]->resolve_basis)
-                                        set_state(s, STATE_CHANGED, 0, "the %s switch resets it; written afterwards",
-                                                  reset_by[k->id]->name);
-                                else
-                                        set_state(s, STATE_CHANGED, 0,
-                                                  "writing %s resets it (a queue-limits update); written afterwards",
-                                                  reset_by[k->id]->name);
-                                continue;
-                        }
-                        s->state = STATE_OK;
+                        settle_row_in_place(s, o, reset_by);
                         continue;
                 }
 
@@ -720,46 +855,7 @@ int reconcile_device(DevicePlan *p, const ReconcileOptions *o) {
                 r = record_once(p, o, read_now, &recorded, &lock);
                 if (r < 0)
                         return r;
-                free(why);
-                why = NULL;
-                r = write_setting(d, s, s->effective, &why);
-                s->previous = TAKE_PTR(s->observed);
-                if (r == -EOPNOTSUPP) {
-                        set_state(s, STATE_UNSUPPORTED, 0, "%s", why ?: "not supported by this controller");
-                        continue;
-                }
-                if (read_setting(d, s, &s->observed, NULL) < 0) {
-                        set_state(s, STATE_FAILED, r < 0 ? r : -EIO, "cannot read %s back after writing", k->attr);
-                        continue;
-                }
-                if (streq(s->observed, s->effective)) {
-                        /* Matches even if write() complained (systemd's write_string_file idiom). */
-                        s->state = STATE_CHANGED;
-                        /* Whoever changed this row did not change the rows it resets: they
-                         * are written again after it as iotuned's own consequence. */
-                        s->reset_by = s->irq < 0 ? reset_by[k->id] : NULL;
-                        if (s->irq < 0)
-                                mark_resets(reset_by, k);
-                        continue;
-                }
-                if (s->irq >= 0 && is_managed_refusal(r)) {
-                        s->rt.managed = true;
-                        free(s->previous);
-                        s->previous = NULL;
-                        read_effective_affinity(s);
-                        set_managed(s, r == -EIO     ? "write refused with EIO"
-                                       : r == -EPERM ? "write refused with EPERM"
-                                                     : "write refused with EACCES");
-                } else if (s->irq >= 0 && r == -EROFS)
-                        set_state(s, STATE_FAILED, r,
-                                  "/proc/irq is read-only here (ProtectKernelTunables= in the unit?)");
-                else if (r < 0 && why)
-                        set_state(s, STATE_FAILED, r, "%s", why);
-                else if (r < 0)
-                        write_failure_note(s, s->effective, r);
-                else
-                        set_state(s, STATE_FAILED, -EIO, "kernel reads back '%s' after writing '%s'", s->observed,
-                                  s->effective);
+                write_row(d, s, reset_by, &why);
         }
         return 0;
 }

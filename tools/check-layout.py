@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The floors of src/ point one way, and no two source files depend on each other.
+"""The floors of src/ point one way, and the source files call each other in no circle.
 
     check-layout.py SRC_DIR LIBRARY.a
+    check-layout.py --self-test
 
 The floors, lowest first (docs/ARCHITECTURE.md, "The floors of src/"):
 
@@ -14,9 +15,15 @@ another folder of its own floor. Two checks, each with the file and the name:
   includes  every #include "x.h" of src/<folder>/*.[ch] and src/*.c;
   calls     every symbol an object of the library uses (nm: U) and the object
             that defines it (T, D, B, R): the same rule, and the graph of files
-            has no cycle (a call from a.c into b.c and from b.c back into a.c).
+            has no cycle of any length (a.c calls b.c, b.c calls c.c, ... and
+            the last calls a.c again). The strongly connected components of the
+            graph (Tarjan) are its cycles; each is shown as paths of files, with
+            one symbol for each call, until every call inside it is on one:
+
+              cycle of 3 files: daemon/a.c -(b_run)-> daemon/b.c -(c_run)-> daemon/c.c -(a_done)-> daemon/a.c
 
 Exit 0 when both hold; otherwise each violation on a line of its own, exit 1.
+--self-test checks the cycle search on made-up graphs.
 """
 import os
 import re
@@ -51,7 +58,120 @@ def may_use(user, used):
     return user == used or FLOORS[user] > FLOORS[used]
 
 
+def strongly_connected(edges):
+    """The strongly connected components of the graph `edges` ({a: {b: sym}}) with
+    more than one file, each sorted, in a stable order (Tarjan's algorithm)."""
+    index, low, stack, on_stack, sccs = {}, {}, [], set(), []
+    counter = [0]
+
+    def strongconnect(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, {})):
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                sccs.append(sorted(scc))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+    for v in sorted(set(edges) | {w for e in edges.values() for w in e}):
+        if v not in index:
+            strongconnect(v)
+    return sorted(sccs)
+
+
+def shortest_path(edges, start, goal, within):
+    """The shortest path of files from start to goal inside `within` (breadth
+    first, neighbours in sorted order), as a list with both ends; None if none."""
+    prev = {start: None}
+    queue = [start]
+    for v in queue:
+        if v == goal:
+            path = []
+            while v is not None:
+                path.append(v)
+                v = prev[v]
+            return path[::-1]
+        for w in sorted(edges.get(v, {})):
+            if w in within and w not in prev:
+                prev[w] = v
+                queue.append(w)
+    return None
+
+
+def file_cycles(edges):
+    """The cycles of the graph of files, as lists [a, b, ..., a]: for each
+    strongly connected component, the shortest cycle through each of its calls
+    that no cycle found before it takes, so that every call between two files of
+    the component is shown on some cycle."""
+    cycles = []
+    for scc in strongly_connected(edges):
+        within, covered = set(scc), set()
+        for a in scc:
+            for b in sorted(edges.get(a, {})):
+                if b not in within or (a, b) in covered:
+                    continue
+                cycle = [a] + shortest_path(edges, b, a, within)
+                covered.update(zip(cycle, cycle[1:]))
+                cycles.append(cycle)
+    return cycles
+
+
+def cycle_text(cycle, edges):
+    """'cycle of N files: a -(sym)-> b -(sym)-> a'."""
+    text = cycle[0]
+    for a, b in zip(cycle, cycle[1:]):
+        text += f" -({edges[a][b]})-> {b}"
+    return f"cycle of {len(cycle) - 1} files: {text}"
+
+
+def self_test():
+    """The cycle search on made-up graphs: exit 0 when it finds what it should."""
+    ring = {f"r{i}.c": {f"r{(i + 1) % 9}.c": f"f{i}"} for i in range(9)}
+    cases = [
+        ("no cycle", {"a.c": {"b.c": "b1", "c.c": "c1"}, "b.c": {"c.c": "c2"}}, []),
+        ("a pair", {"a.c": {"b.c": "b1"}, "b.c": {"a.c": "a1"}}, [["a.c", "b.c", "a.c"]]),
+        ("three", {"a.c": {"b.c": "b1"}, "b.c": {"c.c": "c1"}, "c.c": {"a.c": "a1"}, "d.c": {"a.c": "a2"}},
+         [["a.c", "b.c", "c.c", "a.c"]]),
+        ("nine in a ring", ring, [[f"r{i % 9}.c" for i in range(10)]]),
+        ("two circles through one file",
+         {"a.c": {"b.c": "b1", "c.c": "c1"}, "b.c": {"a.c": "a1"}, "c.c": {"d.c": "d1"}, "d.c": {"a.c": "a2"}},
+         [["a.c", "b.c", "a.c"], ["a.c", "c.c", "d.c", "a.c"]]),
+        ("two components",
+         {"a.c": {"b.c": "b1"}, "b.c": {"a.c": "a1", "x.c": "x1"}, "x.c": {"y.c": "y1"}, "y.c": {"z.c": "z1"},
+          "z.c": {"x.c": "x2"}},
+         [["a.c", "b.c", "a.c"], ["x.c", "y.c", "z.c", "x.c"]]),
+    ]
+    failed = 0
+    for name, edges, want in cases:
+        got = file_cycles(edges)
+        if got != want:
+            print(f"self-test {name}: found {got}, want {want}")
+            failed += 1
+    text = cycle_text(["a.c", "b.c", "a.c"], cases[1][1])
+    if text != "cycle of 2 files: a.c -(b1)-> b.c -(a1)-> a.c":
+        print(f"self-test text: {text!r}")
+        failed += 1
+    print(f"layout self-test: {len(cases) + 1} cases, {failed} failed")
+    return 1 if failed else 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     src, lib = sys.argv[1], sys.argv[2]
     problems = []
 
@@ -117,39 +237,9 @@ def main():
                 problems.append(f"src/{user_file}: uses {sym} of src/{def_file} "
                                 f"(floor {FLOORS[used]}) from floor {FLOORS[user]}")
 
-    # cycles between files (Tarjan's strongly connected components)
-    index, low, stack, on_stack, sccs = {}, {}, [], set(), []
-    counter = [0]
-
-    def strongconnect(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on_stack.add(v)
-        for w in edges.get(v, {}):
-            if w not in index:
-                strongconnect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            scc = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                scc.append(w)
-                if w == v:
-                    break
-            if len(scc) > 1:
-                sccs.append(sorted(scc))
-
-    sys.setrecursionlimit(10000)
-    for v in sorted(set(edges) | {w for e in edges.values() for w in e}):
-        if v not in index:
-            strongconnect(v)
-    for scc in sccs:
-        calls = [f"{a} -> {b} ({edges[a][b]})" for a in scc for b in scc if b in edges.get(a, {})]
-        problems.append("files that call each other: " + "; ".join(calls))
+    # cycles between files
+    for cycle in file_cycles(edges):
+        problems.append(cycle_text(cycle, edges))
 
     if not defined:
         problems.append(f"{lib}: no symbols read (nm found nothing): the check checked nothing")

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "escape.h"
@@ -142,6 +144,25 @@ int cli_profiles(Cli *c, const char *action, const char *name) {
         return EXIT_OK;
 }
 
+/* "a, b, c" of the configuration directories, for a message; NULL on OOM. */
+static char *join_dirs(char **dirs) {
+        size_t n = 1;
+        char *s;
+
+        for (char **d = dirs; d && *d; d++)
+                n += strlen(*d) + 2;
+        s = malloc(n);
+        if (!s)
+                return NULL;
+        s[0] = 0;
+        for (char **d = dirs; d && *d; d++) {
+                if (d != dirs)
+                        strcat(s, ", ");
+                strcat(s, *d);
+        }
+        return s;
+}
+
 int cli_check_config(Cli *c, const char *candidate) {
         _cleanup_(config_freep) Config *cfg = NULL;
         Diag diag = {};
@@ -156,9 +177,10 @@ int cli_check_config(Cli *c, const char *candidate) {
                 if (r == -ENOMEM)
                         return log_oom(), EXIT_FAILED;
                 if (r < 0) {
-                        log_error("--as %s: %s. Expected e.g. %s/%s, %s/%s/NAME.yaml or %s/%s/NAME.yaml.", esc(c->as),
-                                  why, IOTUNED_ETC_DIR, "iotuned.yaml", IOTUNED_ETC_DIR, "iotuned.yaml.d",
-                                  IOTUNED_ETC_DIR, "profiles");
+                        _cleanup_free_ char *dirs = join_dirs(c->tuner.paths.dirs);
+                        log_error("--as %s: %s. Configuration is read from %s here: PATH is DIR/iotuned.yaml, "
+                                  "DIR/iotuned.yaml.d/NAME.yaml or DIR/profiles/NAME.yaml for one of them.",
+                                  esc(c->as), why, dirs ? esc(dirs) : "(out of memory)");
                         return EXIT_USAGE;
                 }
         }

@@ -293,12 +293,15 @@ class CliTest(unittest.TestCase):
             before = f.read()
         cand_dir = tempfile.mkdtemp(prefix="iotuned-candidate-")
         self.addCleanup(shutil.rmtree, cand_dir, ignore_errors=True)
-        bad = os.path.join(cand_dir, "tmpXYZ.bad")
-        with open(bad, "w") as f:
-            f.write("rules:\n  - match: { kernel: 'sd*' }\n    profile: turbo\n")
-        good = os.path.join(cand_dir, "tmpXYZ.good")
-        with open(good, "w") as f:
-            f.write("rules:\n  - match: { kernel: 'nvme*' }\n    profile: db\n")
+
+        def candidate(name, text):
+            path = os.path.join(cand_dir, name)
+            with open(path, "w") as f:
+                f.write(text)
+            os.chmod(path, 0o600)  # as Ansible's temporary file
+            return path
+        bad = candidate("tmpXYZ.bad", "rules:\n  - match: { kernel: 'sd*' }\n    profile: turbo\n")
+        good = candidate("tmpXYZ.good", "rules:\n  - match: { kernel: 'nvme*' }\n    profile: db\n")
         as_path = "/etc/iotuned/iotuned.yaml.d/50-site.yaml"
 
         # The bad candidate: refused, its error names it (not PATH), exit 3.
@@ -314,9 +317,7 @@ class CliTest(unittest.TestCase):
         self.run_cli("check-config", "--as", as_path, good, expect=3)
         # ... until the profile is there; and a candidate profile is checked the same
         # way, under the name its PATH gives it, with the installed drop-ins.
-        prof = os.path.join(cand_dir, "db.candidate")
-        with open(prof, "w") as f:
-            f.write("extends: latency\nqueue:\n  nr_requests: 64\n")
+        prof = candidate("db.candidate", "extends: latency\nqueue:\n  nr_requests: 64\n")
         self.write_conf("iotuned.yaml.d/60-db.yaml", "rules:\n  - match: { kernel: 'vd*' }\n    profile: db\n")
         self.run_cli("check-config", expect=3)
         p = self.run_cli("check-config", "--as", "/etc/iotuned/profiles/db.yaml", prof)
@@ -353,6 +354,16 @@ class CliTest(unittest.TestCase):
         # A candidate that cannot be read is an invalid configuration, named.
         p = self.run_cli("check-config", "--as", as_path, os.path.join(cand_dir, "missing.yaml"), expect=3)
         self.assertIn(f"{cand_dir}/missing.yaml: cannot open: No such file or directory", p.stderr)
+        # ... and one that is a FIFO is refused, not waited on.
+        fifo = os.path.join(cand_dir, "fifo.yaml")
+        os.mkfifo(fifo, 0o600)
+        p = subprocess.run([IOTUNECTL, "--root", self.root, "check-config", "--as", as_path, fifo],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn(f"{fifo}: not a regular file\n", p.stderr)
+        # The usage error lists where configuration is read from here.
+        p = self.run_cli("check-config", "--as", "/tmp/iotuned.yaml", good, expect=64)
+        self.assertIn(f"read from {self.root}/etc/iotuned, {self.root}/run/iotuned, ", p.stderr)
 
     def test_unnamed_rule_is_named_by_place(self):
         path = self.write_conf("iotuned.yaml.d/50-site.yaml",

@@ -16,6 +16,7 @@ import select
 import socket
 import struct
 import threading
+import time
 import subprocess
 import sys
 import tempfile
@@ -623,6 +624,38 @@ class DaemonTest(unittest.TestCase):
                  in metrics(), what="metrics")
         self.assertIn('iotuned_device_findings{device="nvme0n1",kind="queue-map-one-cpu",severity="warning"} 1',
                       metrics())
+        self.stop()
+
+    def test_software_queue_takes_the_requests_at_the_device_from_inflight(self):
+        """On 6.12 the in_flight column of a disk's stat also counts the requests
+        waiting in the scheduler; the requests at the device are the inflight
+        file's (src/daemon/load.c). A stat that says 100000 in flight beside an
+        inflight of 4 is the software-queue signature, with 4 at the device."""
+        self.bed.nvme(0)
+        self.bed.write("nvme0n1", "queue/scheduler", "none [mq-deadline]")
+        self.bed.write("nvme0n1", "inflight", "4 0")
+        self.conf("profiles/deadline.yaml", "extends: latency\nqueue: { scheduler: mq-deadline }\n")
+        self.conf("iotuned.yaml.d/30-deadline.yaml", "rules:\n  - { match: { kernel: nvme0n1 }, profile: deadline }\n")
+        step = [0]
+
+        def stat():
+            # Each step: 2000 reads of 1 s each, 200 s of queue time, the device
+            # always busy; in flight per the stat: 100000 (scheduler included).
+            n = step[0]
+            step[0] += 1
+            self.bed.write("nvme0n1", "stat", f"{100 + 2000 * n} 0 {800 + 16000 * n} {40 + 2000000 * n} 0 0 0 0 "
+                                              f"100000 {50 + 10000000 * n} {40 + 200000 * n} 0 0 0 0 0 0")
+        stat()
+        self.start()
+
+        def found():
+            stat()  # the counters move between the daemon's samples
+            time.sleep(0.5)
+            return [f for f in self.status()["devices"][0].get("findings", []) if f["kind"] == "software-queue"]
+        wait_for(lambda: found(), what="software-queue in status.json")
+        f = found()[0]
+        self.assertEqual(f["values"]["device_inflight"], 4, f)
+        self.assertIn("4.0 at the device", f["summary"], f)
         self.stop()
 
     def nvme_with_admin_and_io_vector(self):

@@ -48,8 +48,12 @@ check_services() {
 }
 
 check_nvme_disks() {
-	assert_exists /sys/block/nvme0n1/queue/scheduler
-	local c0 c1 d
+	local c0 c1 d nv0
+	# Controllers probe asynchronously: nvme0 is whichever came first (a 6.12
+	# boot gave that name to the multipath subsystem's), so disks are found by
+	# serial, never by number.
+	nv0=$(disk_by_serial nv0) || fail "no disk with serial nv0"
+	assert_exists "/sys/block/$nv0/queue/scheduler"
 	c0=$(nvme_ctrl_by_serial nv0) || fail "no controller with serial nv0"
 	c1=$(nvme_ctrl_by_serial nv1) || fail "no controller with serial nv1"
 	assert_eq 1 "$(nvme_ctrl_disks "$c0" | wc -l)" "$c0 (nv0) namespaces"
@@ -137,7 +141,7 @@ readahead_after_change() { # DISK ATTR READ_AHEAD_KB
 }
 
 check_kernel_facts() {
-	local d q a ra want limits=0 boot_ra nr attrs head
+	local d q a ra want limits=0 boot_ra nr attrs head nv0 v
 	kernel_at_least 6 11 && limits=1
 	fact kernel "$(uname -r)"
 	for d in nullb0 sda; do
@@ -202,7 +206,9 @@ check_kernel_facts() {
 	# Writeback throttling: the default per kind of disk (block/blk-wbt.c:
 	# 2 ms non-rotational, 75 ms rotational), and what a switch to bfq (which
 	# calls wbt_disable_default, block/bfq-iosched.c) leaves in the file.
-	fact "wbt_lat_usec default (nvme, sda, vda, nullb0)" "$(cat /sys/block/{nvme0n1,sda,vda,nullb0}/queue/wbt_lat_usec | tr '\n' ' ')"
+	nv0=$(disk_by_serial nv0) || fail "no disk with serial nv0"
+	v=$(cat "/sys/block/$nv0/queue/wbt_lat_usec" /sys/block/{sda,vda,nullb0}/queue/wbt_lat_usec) || fail "cannot read a wbt_lat_usec"
+	fact "wbt_lat_usec default (nvme, sda, vda, nullb0)" "$(tr '\n' ' ' <<<"$v")"
 	modprobe bfq
 	a=$(sched_of sda)
 	echo bfq >/sys/block/sda/queue/scheduler
@@ -222,9 +228,10 @@ check_kernel_facts() {
 	done
 
 	# The queue attributes of an NVMe disk, for the added/removed columns.
-	attrs=$(find /sys/block/nvme0n1/queue -maxdepth 1 -type f -printf '%f\n' | sort | tr '\n' ' ')
+	attrs=$(find "/sys/block/$nv0/queue" -maxdepth 1 -type f -printf '%f\n' | sort | tr '\n' ' ')
+	[[ -n $attrs ]] || fail "no queue attributes under /sys/block/$nv0/queue"
 	fact "nvme0n1 queue attributes" "$attrs"
-	fact "NVMe io_timeout (queue/io_timeout, ms)" "$(cat /sys/block/nvme0n1/queue/io_timeout)"
+	fact "NVMe io_timeout (queue/io_timeout, ms)" "$(<"/sys/block/$nv0/queue/io_timeout")"
 	fact "nvme_core multipath, io_timeout, default_ps_max_latency_us" "$(cat /sys/module/nvme_core/parameters/{multipath,io_timeout,default_ps_max_latency_us} | tr '\n' ' ')"
 	fact "nvme poll_queues, write_queues" "$(cat /sys/module/nvme/parameters/{poll_queues,write_queues} | tr '\n' ' ')"
 	fact "/proc/irq/N files" "$(ls "/proc/irq/$(irq_by_name "$(nvme_ctrl_by_serial nv0)q0")" | tr '\n' ' ')"

@@ -286,7 +286,7 @@ check_bad_reload_keeps_old_config() {
 check_good_reload_replans() {
 	printf 'rules:\n  - name: all-throughput\n    match: {}\n    profile: throughput\n' >"$DROPIN_DIR/50-site.yaml"
 	assert_ok systemctl reload iotuned.service
-	wait_for '[[ $(sched_of nvme0n1) == mq-deadline ]]' 10 'ijournal -n 20'
+	wait_for '[[ $(sched_of nvme0n1) == mq-deadline && $(</sys/block/nvme0n1/queue/read_ahead_kb) == 4096 ]]' 10 'ijournal -n 20'
 	assert_file_eq /sys/block/nvme0n1/queue/read_ahead_kb 4096
 	assert_file_eq /sys/block/nvme0n1/queue/rq_affinity 1
 	assert_ok iotunectl verify nvme0n1
@@ -387,7 +387,10 @@ check_udev_rule_pins_profile() {
 		>/etc/udev/rules.d/61-iotuned-local.rules
 	assert_ok udevadm control --reload
 	assert_ok udevadm trigger --action=change --settle /dev/sda
-	wait_for '[[ $(sched_of sda) == none ]]' 15 'journalctl -b -u iotuned -n 20 --no-pager; udevadm info /dev/sda | grep IOTUNED'
+	# The final state, not the first knob written: the scheduler is switched
+	# before read_ahead_kb (a 6.12 run read 4096 between the two).
+	wait_for '[[ $(sched_of sda) == none && $(</sys/block/sda/queue/read_ahead_kb) == 0 ]]' 15 \
+		'journalctl -b -u iotuned -n 20 --no-pager; udevadm info /dev/sda | grep IOTUNED; cat /sys/block/sda/queue/read_ahead_kb'
 	assert_file_eq /sys/block/sda/queue/read_ahead_kb 0
 	journalctl -b -u iotuned --no-pager DEVICE=sda | grep_q 'sda tuned with profile latency (rule IOTUNED_PROFILE)' ||
 		fail "no journal entry for the udev-pinned profile"

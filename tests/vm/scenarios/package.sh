@@ -82,7 +82,7 @@ check_dropin_and_reload() {
 	printf 'rules:\n  - name: site\n    match: { kernel: "nvme*" }\n    profile: throughput\n' \
 		>/etc/iotuned/iotuned.yaml.d/50-site.yaml
 	assert_ok systemctl reload iotuned.service
-	wait_for '[[ $(sched_of nvme0n1) == mq-deadline ]]' 15 'journalctl -b -u iotuned -n 20 --no-pager'
+	wait_for '[[ $(sched_of nvme0n1) == mq-deadline && $(</sys/block/nvme0n1/queue/read_ahead_kb) == 4096 ]]' 15 'journalctl -b -u iotuned -n 20 --no-pager'
 	assert_file_eq /sys/block/nvme0n1/queue/read_ahead_kb 4096
 	assert_ok iotunectl verify
 }

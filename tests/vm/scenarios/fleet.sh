@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# fleet: the tools fleets deploy iotuned with, against the .deb built from this
+# tree (run after package.sh on its boot, by tests/vm/package-test, which also
+# hands in the role and the source package).
+#   - contrib/ansible/roles/iotuned driven by Debian's ansible-playbook
+#     (connection local): the first run installs and tunes; a second changes
+#     nothing; a bad drop-in is refused by validate: and the running daemon
+#     keeps its configuration; a good one is applied by a reload (same PID);
+#     `--tags iotuned_verify` fails the play on drift, naming the setting;
+#     removals are checked before anything is deleted.
+#   - autopkgtest (null runner: this guest is the test machine) runs
+#     debian/tests against the installed package.
+
+VM_DEVICES=(
+	"nvme nv0"
+	"sata sata0"
+)
+
+FLEET=/run/iotvm-fleet
+deb() { ls /mnt/iotvm/files/iotuned_*.deb; }
+main_pid() { systemctl show -P MainPID iotuned.service; }
+
+# Run the test playbook with the variables in $FLEET/vars.yml plus ARGS; the
+# output goes to $FLEET/out (also printed, indented) and the exit status is
+# the playbook's.
+play() { # ARGS...
+	local rc=0
+	ANSIBLE_ROLES_PATH=$FLEET/ansible/roles ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
+		ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_INVENTORY_UNPARSED_WARNING=0 \
+		ansible-playbook -i localhost, -c local -e "@$FLEET/vars.yml" "$@" "$FLEET/site.yml" \
+		>"$FLEET/out" 2>&1 || rc=$?
+	sed 's/^/    | /' "$FLEET/out" | grep -v '^    | *$' | tail -n 40
+	return "$rc"
+}
+
+# The recap's count for localhost: recap changed|failed|ok
+recap() { sed -nE "s/^localhost +:.* $1=([0-9]+).*/\1/p" "$FLEET/out"; }
+
+vars() { # YAML written as $FLEET/vars.yml, after iotuned_deb
+	{ printf 'iotuned_deb: %s\n' "$(deb)"; cat; } >"$FLEET/vars.yml"
+}
+
+scenario_setup() {
+	command -v ansible-playbook >/dev/null || fail "ansible-playbook is not installed (tools/dev installs ansible-core)"
+	command -v autopkgtest >/dev/null || fail "autopkgtest is not installed (tools/dev installs it)"
+	[[ ! -e /usr/sbin/iotuned ]] || fail "iotuned is installed before the first play (package.sh purges it)"
+	rm -rf "$FLEET"
+	mkdir -p "$FLEET"
+	tar -xf /mnt/iotvm/files/ansible.tar -C "$FLEET"
+	assert_exists "$FLEET/ansible/roles/iotuned/tasks/main.yml" "the role"
+	cat >"$FLEET/site.yml" <<-'YML'
+		- name: Tune this node with iotuned
+		  hosts: localhost
+		  gather_facts: false
+		  roles: [iotuned]
+	YML
+	# No network in the guest: apt reads only what is on it.
+	mkdir -p "$FLEET/apt-sources"
+	mv /etc/apt/sources.list.d/* "$FLEET/apt-sources/" 2>/dev/null || :
+	: >/etc/apt/sources.list
+}
+
+check_first_run_installs_and_tunes() {
+	vars <<-'YML'
+		iotuned_dropins:
+		  50-site: |
+		    rules:
+		      - name: site
+		        match: { kernel: "nvme*" }
+		        profile: throughput
+	YML
+	play || fail "the first run failed (exit $?)"
+	assert_eq 0 "$(recap failed)" "failed tasks"
+	(($(recap changed) >= 3)) || fail "changed=$(recap changed): expected the install, the drop-in and the reload"
+	assert_eq active "$(systemctl is-active iotuned.service)" "iotuned"
+	assert_eq enabled "$(systemctl is-enabled iotuned.service)" "iotuned enabled"
+	assert_sched nvme0n1 mq-deadline
+	assert_file_eq /sys/block/nvme0n1/queue/read_ahead_kb 4096
+	assert_ok iotunectl verify
+}
+
+check_second_run_changes_nothing() {
+	play || fail "the second run failed (exit $?)"
+	assert_eq 0 "$(recap changed)" "changed tasks on the second run"
+	assert_eq 0 "$(recap failed)" "failed tasks"
+}
+
+check_bad_dropin_refused_by_validate() {
+	local pid sum rc=0
+	pid=$(main_pid)
+	sum=$(sha256sum </etc/iotuned/iotuned.yaml.d/50-site.yaml)
+	vars <<-'YML'
+		iotuned_dropins:
+		  50-site: |
+		    rules:
+		      - name: site
+		        match: { kernel: "nvme*" }
+		        profile: throughput
+		  60-bad: |
+		    rules:
+		      - match: { kernel: "sd*" }
+		        profile: nonesuch
+	YML
+	play || rc=$?
+	((rc != 0)) || fail "the play passed with a drop-in naming an unknown profile"
+	# The candidate's own name (Ansible's temporary file), line and column.
+	grep -qE "failed to validate" "$FLEET/out" || fail "no 'failed to validate' in the play's output"
+	grep -qE ":3:[0-9]+: rule '[^']*' uses unknown profile 'nonesuch'" "$FLEET/out" ||
+		fail "check-config's FILE:line:column error is not in the play's output"
+	assert_eq 1 "$(recap failed)" "failed tasks"
+	assert_not_exists /etc/iotuned/iotuned.yaml.d/60-bad.yaml "the refused drop-in"
+	assert_eq "$sum" "$(sha256sum </etc/iotuned/iotuned.yaml.d/50-site.yaml)" "50-site.yaml"
+	assert_eq "$pid" "$(main_pid)" "MainPID"
+	assert_sched nvme0n1 mq-deadline
+	assert_ok iotunectl verify
+}
+
+check_good_dropin_applied_by_reload() {
+	local pid cursor
+	pid=$(main_pid)
+	cursor=$(journalctl -n 0 --show-cursor -q | sed -n 's/^-- cursor: //p')
+	vars <<-'YML'
+		iotuned_profiles:
+		  fleet-nvme:
+		    extends: latency
+		    description: Fleet NVMe (set by the Ansible test)
+		    queue: { nr_requests: 64 }
+		iotuned_dropins:
+		  50-site: |
+		    rules:
+		      - name: site
+		        match: { kernel: "nvme*" }
+		        profile: fleet-nvme
+		iotuned_metrics_textfile: /var/lib/prometheus/node-exporter/iotuned.prom
+	YML
+	mkdir -p /var/lib/prometheus/node-exporter
+	play || fail "the run with a good drop-in failed (exit $?)"
+	assert_eq 0 "$(recap failed)" "failed tasks"
+	(($(recap changed) >= 4)) || fail "changed=$(recap changed): expected the profile, the drop-in, the metrics drop-in and the reload"
+	assert_eq "$pid" "$(main_pid)" "MainPID (a reload, not a restart)"
+	assert_sched nvme0n1 none
+	assert_file_eq /sys/block/nvme0n1/queue/nr_requests 64
+	assert_file_eq /sys/block/nvme0n1/queue/read_ahead_kb 0
+	journalctl --after-cursor "$cursor" -u iotuned -o cat | grep -qi reload ||
+		fail "no reload in the journal since the play started"
+	wait_for 'grep -q "^iotuned_" /var/lib/prometheus/node-exporter/iotuned.prom' 15 \
+		'ls -l /var/lib/prometheus/node-exporter; journalctl -b -u iotuned -n 20 --no-pager'
+	play || fail "the run after the reload failed (exit $?)"
+	assert_eq 0 "$(recap changed)" "changed tasks on the run after the reload"
+}
+
+check_verify_tag_fails_the_play_on_drift() {
+	local rc=0
+	# Stopped, the daemon puts the boot values back (read_ahead_kb 128 on this
+	# disk): every knob the profile set is now a drift.
+	assert_ok systemctl stop iotuned.service
+	play --tags iotuned_verify -e iotuned_verify_retries=1 -e iotuned_verify_delay=0 || rc=$?
+	((rc != 0)) || fail "the verify run passed with the daemon stopped and its values restored"
+	grep -qE "iotunectl verify exited 1 " "$FLEET/out" || fail "the failure does not give verify's exit status"
+	grep -qE "nvme0n1 read_ahead_kb: drifted, desired 0, observed [1-9]" "$FLEET/out" ||
+		fail "the failure does not name nvme0n1 read_ahead_kb with desired and observed values"
+	assert_eq 0 "$(recap changed)" "changed tasks in a verify-only run"
+	assert_eq inactive "$(systemctl is-active iotuned.service)" "iotuned (a verify-only run starts nothing)"
+	assert_ok systemctl start iotuned.service
+	wait_for 'iotunectl --quiet verify' 30 'iotunectl verify'
+}
+
+check_removal_checked_first() {
+	local rc=0
+	vars <<-'YML'
+		iotuned_absent_profiles: [fleet-nvme]
+		iotuned_dropins: {}
+		iotuned_metrics_textfile: /var/lib/prometheus/node-exporter/iotuned.prom
+	YML
+	play || rc=$?
+	((rc != 0)) || fail "the play removed a profile a rule still names"
+	assert_exists /etc/iotuned/profiles/fleet-nvme.yaml "the profile still named by 50-site"
+	grep -q "unknown profile 'fleet-nvme'" "$FLEET/out" || fail "the refusal does not say which rule needs the profile"
+	vars <<-'YML'
+		iotuned_absent_dropins: [50-site]
+		iotuned_absent_profiles: [fleet-nvme]
+	YML
+	play || fail "removing the drop-in and then its profile failed (exit $?)"
+	assert_not_exists /etc/iotuned/iotuned.yaml.d/50-site.yaml
+	assert_not_exists /etc/iotuned/profiles/fleet-nvme.yaml
+	assert_not_exists /etc/iotuned/iotuned.yaml.d/90-ansible-metrics.yaml
+	# Back to the shipped rules: NVMe gets latency (nr_requests max again).
+	assert_sched nvme0n1 none
+	assert_ne 64 "$(cat /sys/block/nvme0n1/queue/nr_requests)" "nvme0n1 nr_requests"
+	assert_ok iotunectl verify
+}
+
+check_autopkgtest_against_the_installed_package() {
+	local rc=0
+	cd "$FLEET" || fail "cd $FLEET"
+	autopkgtest --output-dir "$FLEET/autopkgtest" /mnt/iotvm/files/iotuned_*.dsc "$(deb)" -- null \
+		>"$FLEET/autopkgtest.log" 2>&1 || rc=$?
+	sed 's/^/    | /' "$FLEET/autopkgtest.log" | tail -n 30
+	assert_eq 0 "$rc" "autopkgtest's exit status (0: every test passed; 2: one was skipped)"
+	grep -qE "^service +PASS" "$FLEET/autopkgtest/summary" || fail "autopkgtest summary: no 'service PASS'"
+	grep -qE "^reload-keeps-config +PASS" "$FLEET/autopkgtest/summary" || fail "autopkgtest summary: no 'reload-keeps-config PASS'"
+}

@@ -233,7 +233,7 @@ check_autopkgtest_against_the_installed_package() {
 		>"$FLEET/autopkgtest.log" 2>&1 || rc=$?
 	sed 's/^/    | /' "$FLEET/autopkgtest.log" | tail -n 30
 	# Its steps, each with the time it started.
-	grep '^autopkgtest \[' "$FLEET/autopkgtest.log" | sed 's/^/    : /'
+	grep -a 'autopkgtest \[[0-9:]*\]: ' "$FLEET/autopkgtest/log" | sed 's/^/    : /' || :
 	assert_eq 0 "$rc" "autopkgtest's exit status (0: every test passed; 2: one was skipped)"
 	grep -qE "^service +PASS" "$FLEET/autopkgtest/summary" || fail "autopkgtest summary: no 'service PASS'"
 	grep -qE "^reload-keeps-config +PASS" "$FLEET/autopkgtest/summary" || fail "autopkgtest summary: no 'reload-keeps-config PASS'"

@@ -152,7 +152,7 @@ int manager_check_drift(Manager *m) {
         /* A check over hundreds of disks frees as much as it allocates (every value
          * read, the status document): handed back, or the heap keeps the high
          * water mark of the largest check (26 of 30 MB free with 1024 disks). */
-        manager_trim_memory(m->plan.n);
+        heap_trim(m->plan.n);
         return 0;
 }
 

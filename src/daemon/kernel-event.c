@@ -270,7 +270,7 @@ static int on_kernel_batch(sd_event_source *s, void *userdata) {
                 free(m->kernel_pending);
                 m->kernel_pending = NULL;
                 m->kernel_pending_alloc = 0;
-                manager_trim_later(m, m->kernel_handled);
+                heap_trimmer_later(m->trimmer, m->kernel_handled);
                 m->kernel_handled = 0;
         } else
                 /* Dispatched once (ONESHOT): the next chunk, after the loop has drained

@@ -13,6 +13,7 @@
 
 #include "backoff.h"
 #include "events.h"
+#include "heap-trim.h"
 #include "manager.h"
 #include "util.h"
 
@@ -52,19 +53,6 @@ static inline uint64_t manager_now(Manager *m, clockid_t clock) {
 /* At stop, withdrawing the irqbalance bans is retried until this long after
  * SIGTERM (bans.c). */
 #define IRQBALANCE_STOP_BUDGET_USEC (8 * USEC_PER_SEC)
-
-/* After a trigger that handled many disks (a burst of hot-adds, a start or
- * reload with hundreds), the heap's freed scratch (udev devices, probe strings,
- * JSON) is handed back to the kernel: resident memory then follows the plans
- * kept, not the burst. */
-#define TRIM_AFTER_DISKS 32
-void manager_trim_memory(size_t disks);
-/* Event paths (the kernel's adds, udev's batches): the trim waits until no batch
- * has come for TRIM_QUIET_USEC. A trim after every batch of a burst had the next
- * batch fault its pages in afresh (zeroed by the kernel), and a burst of hundreds
- * of disks comes in tens of batches. */
-#define TRIM_QUIET_USEC (1 * USEC_PER_SEC)
-void manager_trim_later(Manager *m, size_t disks);
 
 /* publish.c */
 void manager_write_status(Manager *m);

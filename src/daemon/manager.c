@@ -28,9 +28,9 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->kernel_batch_source);
         sd_event_source_disable_unref(m->batch_source);
         sd_event_source_disable_unref(m->drift_source);
-        sd_event_source_disable_unref(m->trim_source);
         sd_event_source_disable_unref(m->path_watch_source);
         manager_cancel_irqbalance_ask(m);
+        heap_trimmer_free(m->trimmer);
         sd_event_unref(m->event);
         udev_monitor_unref(m->monitor);
         udev_monitor_unref(m->kernel_monitor);
@@ -107,6 +107,9 @@ int manager_new(const char *root, const char *config_dir, Manager **ret) {
             (r = tuner_resolve(&m->tuner, IOTUNED_RUN_DIR "/" IRQBALANCE_BANS_RECORD, &m->bans_path)) < 0)
                 return r;
         r = sd_event_default(&m->event);
+        if (r < 0)
+                return r;
+        r = heap_trimmer_new(m->event, &m->trimmer);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(m);
@@ -228,7 +231,7 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
         manager_arm_path_poll(m);
-        manager_trim_memory(m->plan.n);
+        heap_trim(m->plan.n);
         r = manager_arm_drift_timer(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot arm the drift timer: %m");

@@ -7,6 +7,7 @@
 struct lh_table;
 
 #include "config.h"
+#include "heap-trim.h"
 #include "irq-counts.h"
 #include "irqbalance.h"
 #include "plan.h"
@@ -35,8 +36,7 @@ typedef struct Manager {
         bool rescan_pending;             /* udev events were lost: list every disk again (hotplug.c) */
         sd_event_source *batch_source;   /* defer: handles the queued udev events */
         sd_event_source *drift_source;
-        sd_event_source *trim_source;    /* time: the heap trimmed once a burst's events stop */
-        size_t trim_disks;               /* disks handled by events since the last trim */
+        HeapTrimmer *trimmer;            /* the heap trimmed once a burst's events stop (heap-trim.c) */
 
         Tuner tuner;                     /* root, paths, udev, topology, IRQs, rebound controllers */
         struct udev_monitor *monitor;

@@ -2,7 +2,6 @@
 /* What the daemon publishes: status.json (the plan JSON of report/ plus the
  * daemon's counters), the metrics textfile, and systemd's STATUS= line. */
 #include <assert.h>
-#include <malloc.h>
 #include <json-c/json.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
@@ -80,47 +79,6 @@ void manager_keepalive(Manager *m) {
         (void) sd_notify(false, "WATCHDOG=1");
         timing_leave();
         m->watchdog_pinged_usec = now;
-}
-
-void manager_trim_memory(size_t disks) {
-        if (disks >= TRIM_AFTER_DISKS)
-                (void) malloc_trim(0);
-}
-
-static int on_trim(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-
-        assert(m);
-
-        manager_trim_memory(m->trim_disks);
-        m->trim_disks = 0;
-        return 0;
-}
-
-void manager_trim_later(Manager *m, size_t disks) {
-        uint64_t when;
-        int r;
-
-        assert(m);
-
-        m->trim_disks += disks;
-        if (m->trim_disks < TRIM_AFTER_DISKS)
-                return; /* nothing armed: a single hot-add costs no wake-up */
-        when = now_usec(CLOCK_MONOTONIC) + TRIM_QUIET_USEC;
-        if (m->trim_source) {
-                r = sd_event_source_set_time(m->trim_source, when);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(m->trim_source, SD_EVENT_ONESHOT);
-        } else {
-                r = sd_event_add_time(m->event, &m->trim_source, CLOCK_MONOTONIC, when, USEC_PER_SEC / 10, on_trim, m);
-                if (r >= 0)
-                        (void) sd_event_source_set_description(m->trim_source, "trim");
-        }
-        if (r < 0) {
-                /* No timer: trimmed now, as before. */
-                manager_trim_memory(m->trim_disks);
-                m->trim_disks = 0;
-        }
 }
 
 void manager_write_status(Manager *m) {

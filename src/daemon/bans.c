@@ -34,7 +34,7 @@ static void set_irqbalance_state(Manager *m, const char *fmt, ...) {
                 s = NULL;
         va_end(ap);
         if (!streq_ptr(s, m->irqbalance_state))
-                m->status_dirty = true; /* the next drift check rewrites status.json */
+                publisher_mark_dirty(m->publisher); /* the next drift check rewrites status.json */
         free(m->irqbalance_state);
         m->irqbalance_state = s;
 }
@@ -392,8 +392,7 @@ static void ask_ended(Manager *m, int r) {
                 m->irqbalance_again = false;
                 manager_sync_irqbalance(m);
         }
-        if (m->status_dirty && !m->irqbalance_asking) {
-                m->status_dirty = false;
+        if (!m->irqbalance_asking && publisher_take_dirty(m->publisher)) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }

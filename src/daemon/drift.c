@@ -142,9 +142,8 @@ int manager_check_drift(Manager *m) {
         m->has_irq_counts = have_irqs;
         irqs = (IrqCounts) {};
         manager_sync_irqbalance(m);
-        if (changed || m->status_dirty ||
-            manager_now(m, CLOCK_REALTIME) - m->last_check_usec >= STATUS_REFRESH_USEC) {
-                m->status_dirty = false;
+        bool dirty = publisher_take_dirty(m->publisher);
+        if (changed || dirty || manager_now(m, CLOCK_REALTIME) - m->last_check_usec >= STATUS_REFRESH_USEC) {
                 m->last_check_usec = manager_now(m, CLOCK_REALTIME);
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
@@ -166,7 +165,7 @@ static int on_drift_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         timing_begin(0, "drift check");
         r = manager_check_drift(m);
-        if (m->watchdog_in_check)
+        if (publisher_watchdog_in_check(m->publisher))
                 manager_keepalive(m);
         timing_end_log();
 

@@ -224,7 +224,7 @@ int manager_early_overdue(Manager *m, size_t i, uint64_t now) {
                 return r;
         if (r < 0)
                 log_error_errno(r, "Cannot tune %s: %m", name);
-        m->status_dirty = true;
+        publisher_mark_dirty(m->publisher);
         return 1;
 }
 

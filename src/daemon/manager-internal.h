@@ -12,25 +12,16 @@
 #include <time.h>
 
 #include "backoff.h"
+#include "event-clock.h"
 #include "events.h"
 #include "heap-trim.h"
 #include "manager.h"
 #include "util.h"
 
-/* The time of the event being handled (sd_event_now(): the loop's wake-up, the
- * same for every disk of one batch or drift check); before the loop first runs,
- * the current time. Durations measured within one handler use now_usec(). */
+/* The time of the event being handled (event-clock.h). */
 static inline uint64_t manager_now(Manager *m, clockid_t clock) {
-        uint64_t usec;
-
-        if (sd_event_now(m->event, clock, &usec) < 0)
-                usec = now_usec(clock);
-        return usec;
+        return event_now(m->event, clock);
 }
-
-/* status.json is rewritten on every change, and at least this often so that
- * last_check_realtime_usec shows a monitor the daemon is alive. */
-#define STATUS_REFRESH_USEC (60ULL * USEC_PER_SEC)
 
 /* A hot-added disk whose first tuning failed the way a removal in progress
  * explains is reported only once it is this old (tuning.c). */
@@ -54,10 +45,15 @@ static inline uint64_t manager_now(Manager *m, clockid_t clock) {
  * SIGTERM (bans.c). */
 #define IRQBALANCE_STOP_BUDGET_USEC (8 * USEC_PER_SEC)
 
-/* publish.c */
+/* manager-publish.c: status.json (with the metrics) and STATUS=, of the state
+ * now (publisher.h). */
 void manager_write_status(Manager *m);
 void manager_notify_status(Manager *m, const char *extra);
-void manager_unpublish(Manager *m);
+/* During long work (a start, a burst of hundreds of disks), at most every quarter
+ * of the watchdog's period (publisher.h). */
+static inline void manager_keepalive(Manager *m) {
+        publisher_keepalive(m->publisher);
+}
 
 /* bans.c */
 void manager_load_bans_record(Manager *m);
@@ -116,13 +112,6 @@ bool manager_sample_load(Manager *m, DevicePlan *p, const DiskStats *stats, cons
 
 /* drift.c */
 int manager_arm_drift_timer(Manager *m);
-/* publish.c: WatchdogSec=: pinged by the drift checks when they come at least
- * twice per watchdog period (one wake-up for both), else by sd-event's own
- * timer; and during long work (a start, a burst of hundreds of disks) from
- * within, at most every quarter period, so that a busy loop is not taken for a
- * hung one. */
-void manager_setup_watchdog(Manager *m);
-void manager_keepalive(Manager *m);
 
 /* hotplug.c */
 int manager_watch_udev(Manager *m);

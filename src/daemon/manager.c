@@ -31,6 +31,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->path_watch_source);
         manager_cancel_irqbalance_ask(m);
         heap_trimmer_free(m->trimmer);
+        publisher_free(m->publisher);
         sd_event_unref(m->event);
         udev_monitor_unref(m->monitor);
         udev_monitor_unref(m->kernel_monitor);
@@ -58,7 +59,6 @@ Manager *manager_free(Manager *m) {
         strv_free(m->hold_ignored);
         strv_free(m->report_pending);
         free(m->report_pending_since);
-        free(m->status_path);
         free(m);
         return NULL;
 }
@@ -103,13 +103,15 @@ int manager_new(const char *root, const char *config_dir, Manager **ret) {
         if (r < 0)
                 return r;
         /* Under --root: resolved inside the root (rootfs.h), as the Tuner's paths. */
-        if ((r = tuner_resolve(&m->tuner, IOTUNED_RUN_DIR "/status.json", &m->status_path)) < 0 ||
-            (r = tuner_resolve(&m->tuner, IOTUNED_RUN_DIR "/" IRQBALANCE_BANS_RECORD, &m->bans_path)) < 0)
+        if ((r = tuner_resolve(&m->tuner, IOTUNED_RUN_DIR "/" IRQBALANCE_BANS_RECORD, &m->bans_path)) < 0)
                 return r;
         r = sd_event_default(&m->event);
         if (r < 0)
                 return r;
         r = heap_trimmer_new(m->event, &m->trimmer);
+        if (r < 0)
+                return r;
+        r = publisher_new(m->event, m->tuner.root, &m->publisher);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(m);
@@ -159,7 +161,7 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
         } else
                 log_info("restore_on_stop is off: leaving tuned values in place.");
         manager_withdraw_irqbalance_bans(m, deadline);
-        manager_unpublish(m);
+        publisher_unpublish(m->publisher, m->config);
         timing_end_log();
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
@@ -173,8 +175,7 @@ static int on_started(sd_event_source *s, void *userdata) {
 
         timing_begin(0, "irqbalance");
         manager_sync_irqbalance(m);
-        if (m->status_dirty) {
-                m->status_dirty = false;
+        if (publisher_take_dirty(m->publisher)) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
@@ -219,7 +220,7 @@ int manager_start(Manager *m) {
         /* Watch before enumerating, so a disk that appears in between is not missed
          * (at worst it is tuned twice, which changes nothing the second time). */
         /* Before the first tuning, which may take long with many disks. */
-        manager_setup_watchdog(m);
+        publisher_setup_watchdog(m->publisher, m->config->reassert_usec);
         r = manager_watch_udev(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch udev events: %m");

@@ -11,6 +11,7 @@ struct lh_table;
 #include "irq-counts.h"
 #include "irqbalance.h"
 #include "plan.h"
+#include "publisher.h"
 #include "tuner.h"
 
 /* The daemon: one Manager owns the event loop, the udev monitor, the drift timer,
@@ -63,7 +64,7 @@ typedef struct Manager {
          * that add, replace or drop a plan change plan.devices. */
         struct lh_table *plan_names;
 
-        char *status_path;               /* resolved inside the root, as the Tuner's paths */
+        Publisher *publisher;            /* status.json, metrics, STATUS=, the watchdog (publisher.c) */
         char **unrecorded;               /* disks not tuned: their originals could not be recorded */
         char **held;                     /* disks `iotunectl tune` holds (hold.h): left alone until released */
         char **hold_ignored;             /* disks whose hold file is not honoured (warned once) */
@@ -107,13 +108,8 @@ typedef struct Manager {
         unsigned *own_bans;              /* irqbalance's own bans in its last reply (its pid unchanged) */
         size_t n_own_bans;
         bool own_bans_known;
-        bool status_dirty;               /* something status.json shows changed outside a drift */
         IrqCounts irq_counts;            /* the tuned disks' vectors at the last drift check (load.c) */
         bool has_irq_counts;
-
-        bool watchdog_in_check;          /* the drift check pings the watchdog (publish.c) */
-        uint64_t watchdog_usec;          /* WatchdogSec=, 0: none */
-        uint64_t watchdog_pinged_usec;   /* CLOCK_MONOTONIC of the last WATCHDOG=1 */
 
         unsigned drifts_corrected;
         unsigned conflicts;

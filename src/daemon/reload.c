@@ -65,7 +65,7 @@ int manager_reload(Manager *m) {
         heap_trim(m->plan.n);
         manager_sync_irqbalance(m);
         (void) manager_arm_drift_timer(m);
-        manager_setup_watchdog(m);
+        publisher_setup_watchdog(m->publisher, m->config->reassert_usec);
         manager_write_status(m);
         manager_notify_status(m, NULL);
         (void) sd_notify(false, "READY=1");

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the Manager hands its Publisher: the plans, the configuration in force,
+ * the counters and irqbalance's state, as they are now. */
+#include <assert.h>
+
+#include "manager-internal.h"
+
+static PublishState publish_state(const Manager *m) {
+        return (PublishState) {
+                .config = m->config,
+                .plan = &m->plan,
+                .drifts_corrected = m->drifts_corrected,
+                .conflicts = m->conflicts,
+                .reload_failures = m->reload_failures,
+                .last_check_usec = m->last_check_usec,
+                .irqbalance_pid = m->irqbalance.pid,
+                .irqbalance_state = m->irqbalance_state,
+                .banned = m->our_bans,
+                .n_banned = m->n_our_bans,
+        };
+}
+
+void manager_write_status(Manager *m) {
+        PublishState s;
+
+        assert(m);
+
+        s = publish_state(m);
+        publisher_write_status(m->publisher, &s);
+}
+
+void manager_notify_status(Manager *m, const char *extra) {
+        PublishState s;
+
+        assert(m);
+
+        s = publish_state(m);
+        publisher_notify_status(m->publisher, &s, extra);
+}

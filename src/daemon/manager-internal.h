@@ -41,10 +41,6 @@ static inline uint64_t manager_now(Manager *m, clockid_t clock) {
  * this often (hotplug.c), for the journal and status.json. */
 #define PATH_STATE_POLL_USEC (5 * USEC_PER_SEC)
 
-/* At stop, withdrawing the irqbalance bans is retried until this long after
- * SIGTERM (bans.c). */
-#define IRQBALANCE_STOP_BUDGET_USEC (8 * USEC_PER_SEC)
-
 /* manager-publish.c: status.json (with the metrics) and STATUS=, of the state
  * now (publisher.h). */
 void manager_write_status(Manager *m);
@@ -55,14 +51,11 @@ static inline void manager_keepalive(Manager *m) {
         publisher_keepalive(m->publisher);
 }
 
-/* bans.c */
-void manager_load_bans_record(Manager *m);
 /* Bring irqbalance's bans in line with the plans, without waiting for it: the
- * exchange runs on the event loop, and status.json follows its end. */
-void manager_sync_irqbalance(Manager *m);
-/* Drop an exchange in flight (at stop, before the withdrawal; at exit). */
-void manager_cancel_irqbalance_ask(Manager *m);
-void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline);
+ * exchange runs on the event loop, and status.json follows its end (bankeeper.h). */
+static inline void manager_sync_irqbalance(Manager *m) {
+        bankeeper_sync(m->bans);
+}
 
 /* tuning.c */
 ssize_t manager_plan_index(const Manager *m, const char *name);

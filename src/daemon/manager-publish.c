@@ -6,6 +6,9 @@
 #include "manager-internal.h"
 
 static PublishState publish_state(const Manager *m) {
+        size_t n_banned;
+        const unsigned *banned = bankeeper_banned(m->bans, &n_banned);
+
         return (PublishState) {
                 .config = m->config,
                 .plan = &m->plan,
@@ -13,10 +16,10 @@ static PublishState publish_state(const Manager *m) {
                 .conflicts = m->conflicts,
                 .reload_failures = m->reload_failures,
                 .last_check_usec = m->last_check_usec,
-                .irqbalance_pid = m->irqbalance.pid,
-                .irqbalance_state = m->irqbalance_state,
-                .banned = m->our_bans,
-                .n_banned = m->n_our_bans,
+                .irqbalance_pid = bankeeper_pid(m->bans),
+                .irqbalance_state = bankeeper_state(m->bans),
+                .banned = banned,
+                .n_banned = n_banned,
         };
 }
 

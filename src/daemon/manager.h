@@ -6,10 +6,10 @@
 
 struct lh_table;
 
+#include "bankeeper.h"
 #include "config.h"
 #include "heap-trim.h"
 #include "irq-counts.h"
-#include "irqbalance.h"
 #include "plan.h"
 #include "publisher.h"
 #include "tuner.h"
@@ -80,34 +80,7 @@ typedef struct Manager {
          * NULL otherwise: a knob found rewritten since iotuned's last write is drift. */
         const char *udev_action;
 
-        /* irqbalance: the vectors we pin are banned at runtime through its socket */
-        IrqBalance irqbalance;
-        unsigned *our_bans;
-        size_t n_our_bans;
-        char *irqbalance_state;
-        int irqbalance_last_pid;         /* survives "gone", to recognise a restart */
-        uint64_t irqbalance_synced_usec; /* CLOCK_MONOTONIC of the last exchange that succeeded */
-        /* The exchange the event loop has in flight (bans.c): its answer to come,
-         * or a connection to try again; another asked for meanwhile (again). */
-        bool irqbalance_asking, irqbalance_again;
-        sd_event_source *irqbalance_io, *irqbalance_timer;
-        IrqBalanceReply irqbalance_reply;
-        uint64_t irqbalance_ask_deadline; /* CLOCK_MONOTONIC */
-        uint64_t irqbalance_ask_retry_usec; /* the next wait for a full backlog */
-        /* The IRQs that may be banned by iotuned in irqbalance `claimed_pid`: what it
-         * sent and no "setup" reply has shown withdrawn yet, a superset of our_bans.
-         * Kept in bans_path (IRQBALANCE_BANS_RECORD), so that a later start can
-         * withdraw what a stop could not; loaded from there at start. */
-        char *bans_path;
-        unsigned *claimed_bans;
-        size_t n_claimed_bans;
-        int claimed_pid;
-        bool claims_saved;               /* bans_path says what claimed_* say */
-        unsigned *leftover_bans;         /* the record of an earlier run, until its first exchange */
-        size_t n_leftover_bans;
-        unsigned *own_bans;              /* irqbalance's own bans in its last reply (its pid unchanged) */
-        size_t n_own_bans;
-        bool own_bans_known;
+        BanKeeper *bans;                 /* the irqbalance exchange and ban policy (bankeeper.c) */
         IrqCounts irq_counts;            /* the tuned disks' vectors at the last drift check (load.c) */
         bool has_irq_counts;
 

@@ -103,8 +103,11 @@ void manager_note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now, Dri
 bool manager_sample_load(Manager *m, DevicePlan *p, const DiskStats *stats, const IrqCounts *prev,
                          const IrqCounts *cur);
 
-/* drift.c */
-int manager_arm_drift_timer(Manager *m);
+/* drift.c: the DriftCheck's run callback (manager_check_drift(), timed and logged). */
+void manager_run_drift_check(void *userdata);
+static inline int manager_arm_drift_timer(Manager *m) {
+        return drift_check_arm(m->drift, m->config->reassert_usec);
+}
 
 /* hotplug.c */
 int manager_watch_udev(Manager *m);

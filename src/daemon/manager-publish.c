@@ -8,14 +8,15 @@
 static PublishState publish_state(const Manager *m) {
         size_t n_banned;
         const unsigned *banned = bankeeper_banned(m->bans, &n_banned);
+        const DriftCounts *dc = drift_check_counts(m->drift);
 
         return (PublishState) {
                 .config = m->config,
                 .plan = &m->plan,
-                .drifts_corrected = m->drifts_corrected,
-                .conflicts = m->conflicts,
+                .drifts_corrected = dc->drifts_corrected,
+                .conflicts = dc->conflicts,
                 .reload_failures = m->reload_failures,
-                .last_check_usec = m->last_check_usec,
+                .last_check_usec = dc->last_check_usec,
                 .irqbalance_pid = bankeeper_pid(m->bans),
                 .irqbalance_state = bankeeper_state(m->bans),
                 .banned = banned,

@@ -28,9 +28,9 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->kernel_source);
         sd_event_source_disable_unref(m->kernel_batch_source);
         sd_event_source_disable_unref(m->batch_source);
-        sd_event_source_disable_unref(m->drift_source);
         sd_event_source_disable_unref(m->path_watch_source);
         bankeeper_free(m->bans);
+        drift_check_free(m->drift);
         heap_trimmer_free(m->trimmer);
         publisher_free(m->publisher);
         sd_event_unref(m->event);
@@ -46,7 +46,6 @@ Manager *manager_free(Manager *m) {
         config_free(m->config);
         manager_plan_names_drop(m);
         plan_done(&m->plan);
-        irq_counts_done(&m->irq_counts);
         tuner_done(&m->tuner);
         strv_free(m->unrecorded);
         strv_free(m->held);
@@ -154,6 +153,9 @@ int manager_new(const char *root, const char *config_dir, Manager **ret) {
         if (r < 0)
                 return r;
         r = bankeeper_new(m->event, m->tuner.root, &bankeeper_ops, m, &m->bans);
+        if (r < 0)
+                return r;
+        r = drift_check_new(m->event, manager_run_drift_check, m, &m->drift);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(m);

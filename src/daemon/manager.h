@@ -8,8 +8,8 @@ struct lh_table;
 
 #include "bankeeper.h"
 #include "config.h"
+#include "drift-check.h"
 #include "heap-trim.h"
-#include "irq-counts.h"
 #include "plan.h"
 #include "publisher.h"
 #include "tuner.h"
@@ -36,7 +36,6 @@ typedef struct Manager {
         size_t kernel_handled;           /* of the current burst */
         bool rescan_pending;             /* udev events were lost: list every disk again (hotplug.c) */
         sd_event_source *batch_source;   /* defer: handles the queued udev events */
-        sd_event_source *drift_source;
         HeapTrimmer *trimmer;            /* the heap trimmed once a burst's events stop (heap-trim.c) */
 
         Tuner tuner;                     /* root, paths, udev, topology, IRQs, rebound controllers */
@@ -81,13 +80,9 @@ typedef struct Manager {
         const char *udev_action;
 
         BanKeeper *bans;                 /* the irqbalance exchange and ban policy (bankeeper.c) */
-        IrqCounts irq_counts;            /* the tuned disks' vectors at the last drift check (load.c) */
-        bool has_irq_counts;
+        DriftCheck *drift;               /* the drift check's timer, counters and last counts (drift-check.c) */
 
-        unsigned drifts_corrected;
-        unsigned conflicts;
         unsigned reload_failures;
-        uint64_t last_check_usec;        /* CLOCK_REALTIME of the last drift check */
 } Manager;
 
 Manager *manager_free(Manager *m);

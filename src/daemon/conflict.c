@@ -48,7 +48,7 @@ void manager_note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now, Dri
         assert(s);
 
         v = backoff_note_drift(&s->rt, now, &hold);
-        m->drifts_corrected++;
+        drift_check_count_drift(m->drift, v == DRIFT_CONFLICT_BEGINS);
         /* Looked for at its first drift, and again when a conflict begins (the rules
          * may have changed since); not at every drift of a fight. */
         if (!s->rt.writer_sought || v == DRIFT_CONFLICT_BEGINS) {
@@ -59,7 +59,6 @@ void manager_note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now, Dri
         event_drift(EVENT_DRIFT, LOG_NOTICE, p, s, seen, "%s: %s drifted to %s (desired %s)%s; put back",
                     p->device->name, setting_label(s), s->previous ?: "?", s->effective, via);
         if (v == DRIFT_CONFLICT_BEGINS) {
-                m->conflicts++;
                 event_drift(EVENT_CONFLICT, LOG_WARNING, p, s, seen,
                             "%s: %s keeps being changed back to %s (%u times in %llu s%s); not writing it for "
                             "%llu s. %s%s%s: remove one of them, or exclude the device in iotuned.yaml",

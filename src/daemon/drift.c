@@ -3,7 +3,6 @@
  * reconciled again; what was put back is drift, counted and backed off from by
  * backoff.c, and a first tuning that waited to be reported is reported. */
 #include <assert.h>
-#include <sys/random.h>
 
 #include "events.h"
 #include "fileio.h"
@@ -95,7 +94,7 @@ int manager_check_drift(Manager *m) {
                 if (p->excluded || p->error)
                         continue;
                 changed = manager_sample_load(m, p, have_stats ? &stats : NULL,
-                                              m->has_irq_counts ? &m->irq_counts : NULL, have_irqs ? &irqs : NULL) ||
+                                              drift_check_irqs(m->drift), have_irqs ? &irqs : NULL) ||
                           changed;
                 for (size_t k = 0; k < p->n_settings; k++)
                         p->settings[k].hold = backoff_held(&p->settings[k].rt, now);
@@ -137,28 +136,23 @@ int manager_check_drift(Manager *m) {
                 }
         }
         /* This check's counts are the next one's "before". */
-        irq_counts_done(&m->irq_counts);
-        m->irq_counts = irqs;
-        m->has_irq_counts = have_irqs;
-        irqs = (IrqCounts) {};
+        drift_check_keep_irqs(m->drift, &irqs, have_irqs);
         manager_sync_irqbalance(m);
-        if (changed || m->status_dirty ||
-            manager_now(m, CLOCK_REALTIME) - m->last_check_usec >= STATUS_REFRESH_USEC) {
-                m->status_dirty = false;
-                m->last_check_usec = manager_now(m, CLOCK_REALTIME);
+        bool dirty = publisher_take_dirty(m->publisher);
+        if (changed || dirty ||
+            manager_now(m, CLOCK_REALTIME) - drift_check_counts(m->drift)->last_check_usec >= STATUS_REFRESH_USEC) {
+                drift_check_published(m->drift, manager_now(m, CLOCK_REALTIME));
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
         /* A check over hundreds of disks frees as much as it allocates (every value
          * read, the status document): handed back, or the heap keeps the high
          * water mark of the largest check (26 of 30 MB free with 1024 disks). */
-        manager_trim_memory(m->plan.n);
+        heap_trim(m->plan.n);
         return 0;
 }
 
-int manager_arm_drift_timer(Manager *m);
-
-static int on_drift_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+void manager_run_drift_check(void *userdata) {
         Manager *m = userdata;
         int r;
 
@@ -166,37 +160,10 @@ static int on_drift_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         timing_begin(0, "drift check");
         r = manager_check_drift(m);
-        if (m->watchdog_in_check)
+        if (publisher_watchdog_in_check(m->publisher))
                 manager_keepalive(m);
         timing_end_log();
 
         if (r < 0)
                 log_error_errno(r, "Drift check failed: %m");
-        return manager_arm_drift_timer(m);
 }
-
-
-int manager_arm_drift_timer(Manager *m) {
-        uint64_t interval = m->config->reassert_usec, jitter = 0;
-        int r;
-
-        assert(m);
-
-        /* Up to 10% jitter so a fleet's nodes do not all read sysfs in lockstep. */
-        if (getrandom(&jitter, sizeof(jitter), GRND_NONBLOCK) != sizeof(jitter))
-                jitter = 0;
-        jitter %= interval / 10 + 1;
-
-        if (m->drift_source) {
-                r = sd_event_source_set_time_relative(m->drift_source, interval + jitter);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(m->drift_source, SD_EVENT_ONESHOT);
-                return r;
-        }
-        r = sd_event_add_time_relative(m->event, &m->drift_source, CLOCK_MONOTONIC, interval + jitter,
-                                       interval / 20, on_drift_timer, m);
-        if (r < 0)
-                return r;
-        return sd_event_source_set_description(m->drift_source, "drift-check");
-}
-

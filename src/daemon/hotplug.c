@@ -517,7 +517,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
-        manager_trim_later(m, m->batch_handled);
+        heap_trimmer_later(m->trimmer, m->batch_handled);
         m->pinned = strv_free(m->pinned);
         m->batch_changed = false;
         m->batch_handled = 0;

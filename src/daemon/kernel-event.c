@@ -224,7 +224,7 @@ int manager_early_overdue(Manager *m, size_t i, uint64_t now) {
                 return r;
         if (r < 0)
                 log_error_errno(r, "Cannot tune %s: %m", name);
-        m->status_dirty = true;
+        publisher_mark_dirty(m->publisher);
         return 1;
 }
 
@@ -270,7 +270,7 @@ static int on_kernel_batch(sd_event_source *s, void *userdata) {
                 free(m->kernel_pending);
                 m->kernel_pending = NULL;
                 m->kernel_pending_alloc = 0;
-                manager_trim_later(m, m->kernel_handled);
+                heap_trimmer_later(m->trimmer, m->kernel_handled);
                 m->kernel_handled = 0;
         } else
                 /* Dispatched once (ONESHOT): the next chunk, after the loop has drained

@@ -12,24 +12,16 @@
 #include <time.h>
 
 #include "backoff.h"
+#include "event-clock.h"
 #include "events.h"
+#include "heap-trim.h"
 #include "manager.h"
 #include "util.h"
 
-/* The time of the event being handled (sd_event_now(): the loop's wake-up, the
- * same for every disk of one batch or drift check); before the loop first runs,
- * the current time. Durations measured within one handler use now_usec(). */
+/* The time of the event being handled (event-clock.h). */
 static inline uint64_t manager_now(Manager *m, clockid_t clock) {
-        uint64_t usec;
-
-        if (sd_event_now(m->event, clock, &usec) < 0)
-                usec = now_usec(clock);
-        return usec;
+        return event_now(m->event, clock);
 }
-
-/* status.json is rewritten on every change, and at least this often so that
- * last_check_realtime_usec shows a monitor the daemon is alive. */
-#define STATUS_REFRESH_USEC (60ULL * USEC_PER_SEC)
 
 /* A hot-added disk whose first tuning failed the way a removal in progress
  * explains is reported only once it is this old (tuning.c). */
@@ -49,36 +41,21 @@ static inline uint64_t manager_now(Manager *m, clockid_t clock) {
  * this often (hotplug.c), for the journal and status.json. */
 #define PATH_STATE_POLL_USEC (5 * USEC_PER_SEC)
 
-/* At stop, withdrawing the irqbalance bans is retried until this long after
- * SIGTERM (bans.c). */
-#define IRQBALANCE_STOP_BUDGET_USEC (8 * USEC_PER_SEC)
-
-/* After a trigger that handled many disks (a burst of hot-adds, a start or
- * reload with hundreds), the heap's freed scratch (udev devices, probe strings,
- * JSON) is handed back to the kernel: resident memory then follows the plans
- * kept, not the burst. */
-#define TRIM_AFTER_DISKS 32
-void manager_trim_memory(size_t disks);
-/* Event paths (the kernel's adds, udev's batches): the trim waits until no batch
- * has come for TRIM_QUIET_USEC. A trim after every batch of a burst had the next
- * batch fault its pages in afresh (zeroed by the kernel), and a burst of hundreds
- * of disks comes in tens of batches. */
-#define TRIM_QUIET_USEC (1 * USEC_PER_SEC)
-void manager_trim_later(Manager *m, size_t disks);
-
-/* publish.c */
+/* manager-publish.c: status.json (with the metrics) and STATUS=, of the state
+ * now (publisher.h). */
 void manager_write_status(Manager *m);
 void manager_notify_status(Manager *m, const char *extra);
-void manager_unpublish(Manager *m);
+/* During long work (a start, a burst of hundreds of disks), at most every quarter
+ * of the watchdog's period (publisher.h). */
+static inline void manager_keepalive(Manager *m) {
+        publisher_keepalive(m->publisher);
+}
 
-/* bans.c */
-void manager_load_bans_record(Manager *m);
 /* Bring irqbalance's bans in line with the plans, without waiting for it: the
- * exchange runs on the event loop, and status.json follows its end. */
-void manager_sync_irqbalance(Manager *m);
-/* Drop an exchange in flight (at stop, before the withdrawal; at exit). */
-void manager_cancel_irqbalance_ask(Manager *m);
-void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline);
+ * exchange runs on the event loop, and status.json follows its end (bankeeper.h). */
+static inline void manager_sync_irqbalance(Manager *m) {
+        bankeeper_sync(m->bans);
+}
 
 /* tuning.c */
 ssize_t manager_plan_index(const Manager *m, const char *name);
@@ -126,15 +103,11 @@ void manager_note_drift(Manager *m, DevicePlan *p, Setting *s, uint64_t now, Dri
 bool manager_sample_load(Manager *m, DevicePlan *p, const DiskStats *stats, const IrqCounts *prev,
                          const IrqCounts *cur);
 
-/* drift.c */
-int manager_arm_drift_timer(Manager *m);
-/* publish.c: WatchdogSec=: pinged by the drift checks when they come at least
- * twice per watchdog period (one wake-up for both), else by sd-event's own
- * timer; and during long work (a start, a burst of hundreds of disks) from
- * within, at most every quarter period, so that a busy loop is not taken for a
- * hung one. */
-void manager_setup_watchdog(Manager *m);
-void manager_keepalive(Manager *m);
+/* drift.c: the DriftCheck's run callback (manager_check_drift(), timed and logged). */
+void manager_run_drift_check(void *userdata);
+static inline int manager_arm_drift_timer(Manager *m) {
+        return drift_check_arm(m->drift, m->config->reassert_usec);
+}
 
 /* hotplug.c */
 int manager_watch_udev(Manager *m);

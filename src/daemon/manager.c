@@ -11,6 +11,7 @@
 
 #include "events.h"
 #include "fileio.h"
+#include "irqset.h"
 #include "log.h"
 #include "manager-internal.h"
 #include "originals.h"
@@ -27,10 +28,11 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->kernel_source);
         sd_event_source_disable_unref(m->kernel_batch_source);
         sd_event_source_disable_unref(m->batch_source);
-        sd_event_source_disable_unref(m->drift_source);
-        sd_event_source_disable_unref(m->trim_source);
         sd_event_source_disable_unref(m->path_watch_source);
-        manager_cancel_irqbalance_ask(m);
+        bankeeper_free(m->bans);
+        drift_check_free(m->drift);
+        heap_trimmer_free(m->trimmer);
+        publisher_free(m->publisher);
         sd_event_unref(m->event);
         udev_monitor_unref(m->monitor);
         udev_monitor_unref(m->kernel_monitor);
@@ -44,21 +46,12 @@ Manager *manager_free(Manager *m) {
         config_free(m->config);
         manager_plan_names_drop(m);
         plan_done(&m->plan);
-        irq_counts_done(&m->irq_counts);
         tuner_done(&m->tuner);
-        irqbalance_done(&m->irqbalance);
-        free(m->our_bans);
-        free(m->claimed_bans);
-        free(m->leftover_bans);
-        free(m->own_bans);
-        free(m->bans_path);
-        free(m->irqbalance_state);
         strv_free(m->unrecorded);
         strv_free(m->held);
         strv_free(m->hold_ignored);
         strv_free(m->report_pending);
         free(m->report_pending_since);
-        free(m->status_path);
         free(m);
         return NULL;
 }
@@ -89,6 +82,54 @@ static void budget_kept_attrs(void) {
         log_debug("Up to %u attribute descriptors kept open between drift checks.", budget);
 }
 
+/* The vectors the BanKeeper bans: those pinned for profiles with
+ * keep_irqbalance_away. */
+static int wanted_bans(void *userdata, unsigned **ret, size_t *ret_n) {
+        const Manager *m = userdata;
+        _cleanup_free_ unsigned *want = NULL;
+        size_t n_want = 0;
+
+        assert(m);
+
+        for (size_t i = 0; i < m->plan.n; i++) {
+                const DevicePlan *p = m->plan.devices[i];
+                if (!p->keep_irqbalance_away || p->excluded || p->error)
+                        continue;
+                for (size_t k = 0; k < p->n_settings; k++) {
+                        const Setting *s = &p->settings[k];
+                        /* Managed vectors are the kernel's; irqbalance cannot move them either. */
+                        if (s->irq >= 0 && s->state != STATE_MANAGED && s->state != STATE_FAILED &&
+                            irqset_add(&want, &n_want, (unsigned) s->irq) < 0)
+                                return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(want);
+        *ret_n = n_want;
+        return 0;
+}
+
+static void bans_state_changed(void *userdata) {
+        Manager *m = userdata;
+
+        publisher_mark_dirty(m->publisher);
+}
+
+/* An irqbalance exchange ended: publish what changed meanwhile. */
+static void bans_idle(void *userdata) {
+        Manager *m = userdata;
+
+        if (publisher_take_dirty(m->publisher)) {
+                manager_write_status(m);
+                manager_notify_status(m, NULL);
+        }
+}
+
+static const BanKeeperOps bankeeper_ops = {
+        .wanted = wanted_bans,
+        .state_changed = bans_state_changed,
+        .idle = bans_idle,
+};
+
 int manager_new(const char *root, const char *config_dir, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         int r;
@@ -102,11 +143,19 @@ int manager_new(const char *root, const char *config_dir, Manager **ret) {
         r = tuner_init(&m->tuner, root, config_dir);
         if (r < 0)
                 return r;
-        /* Under --root: resolved inside the root (rootfs.h), as the Tuner's paths. */
-        if ((r = tuner_resolve(&m->tuner, IOTUNED_RUN_DIR "/status.json", &m->status_path)) < 0 ||
-            (r = tuner_resolve(&m->tuner, IOTUNED_RUN_DIR "/" IRQBALANCE_BANS_RECORD, &m->bans_path)) < 0)
-                return r;
         r = sd_event_default(&m->event);
+        if (r < 0)
+                return r;
+        r = heap_trimmer_new(m->event, &m->trimmer);
+        if (r < 0)
+                return r;
+        r = publisher_new(m->event, m->tuner.root, &m->publisher);
+        if (r < 0)
+                return r;
+        r = bankeeper_new(m->event, m->tuner.root, &bankeeper_ops, m, &m->bans);
+        if (r < 0)
+                return r;
+        r = drift_check_new(m->event, manager_run_drift_check, m, &m->drift);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(m);
@@ -155,8 +204,8 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
                 plan_done(&restored);
         } else
                 log_info("restore_on_stop is off: leaving tuned values in place.");
-        manager_withdraw_irqbalance_bans(m, deadline);
-        manager_unpublish(m);
+        bankeeper_withdraw(m->bans, deadline);
+        publisher_unpublish(m->publisher, m->config);
         timing_end_log();
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
@@ -170,8 +219,7 @@ static int on_started(sd_event_source *s, void *userdata) {
 
         timing_begin(0, "irqbalance");
         manager_sync_irqbalance(m);
-        if (m->status_dirty) {
-                m->status_dirty = false;
+        if (publisher_take_dirty(m->publisher)) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
@@ -193,7 +241,7 @@ int manager_start(Manager *m) {
                 return log_error_errno(r, "Refusing to start: the configuration is invalid.");
         }
         /* Bans an earlier run could not withdraw: the first synchronisation does. */
-        manager_load_bans_record(m);
+        bankeeper_load_record(m->bans);
         /* A run killed while it wrote a record left its temporary. */
         r = originals_remove_temporaries(m->tuner.originals_dir);
         if (r > 0)
@@ -216,7 +264,7 @@ int manager_start(Manager *m) {
         /* Watch before enumerating, so a disk that appears in between is not missed
          * (at worst it is tuned twice, which changes nothing the second time). */
         /* Before the first tuning, which may take long with many disks. */
-        manager_setup_watchdog(m);
+        publisher_setup_watchdog(m->publisher, m->config->reassert_usec);
         r = manager_watch_udev(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch udev events: %m");
@@ -228,7 +276,7 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
         manager_arm_path_poll(m);
-        manager_trim_memory(m->plan.n);
+        heap_trim(m->plan.n);
         r = manager_arm_drift_timer(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot arm the drift timer: %m");

@@ -6,10 +6,12 @@
 
 struct lh_table;
 
+#include "bankeeper.h"
 #include "config.h"
-#include "irq-counts.h"
-#include "irqbalance.h"
+#include "drift-check.h"
+#include "heap-trim.h"
 #include "plan.h"
+#include "publisher.h"
 #include "tuner.h"
 
 /* The daemon: one Manager owns the event loop, the udev monitor, the drift timer,
@@ -34,9 +36,7 @@ typedef struct Manager {
         size_t kernel_handled;           /* of the current burst */
         bool rescan_pending;             /* udev events were lost: list every disk again (hotplug.c) */
         sd_event_source *batch_source;   /* defer: handles the queued udev events */
-        sd_event_source *drift_source;
-        sd_event_source *trim_source;    /* time: the heap trimmed once a burst's events stop */
-        size_t trim_disks;               /* disks handled by events since the last trim */
+        HeapTrimmer *trimmer;            /* the heap trimmed once a burst's events stop (heap-trim.c) */
 
         Tuner tuner;                     /* root, paths, udev, topology, IRQs, rebound controllers */
         struct udev_monitor *monitor;
@@ -63,7 +63,7 @@ typedef struct Manager {
          * that add, replace or drop a plan change plan.devices. */
         struct lh_table *plan_names;
 
-        char *status_path;               /* resolved inside the root, as the Tuner's paths */
+        Publisher *publisher;            /* status.json, metrics, STATUS=, the watchdog (publisher.c) */
         char **unrecorded;               /* disks not tuned: their originals could not be recorded */
         char **held;                     /* disks `iotunectl tune` holds (hold.h): left alone until released */
         char **hold_ignored;             /* disks whose hold file is not honoured (warned once) */
@@ -79,46 +79,10 @@ typedef struct Manager {
          * NULL otherwise: a knob found rewritten since iotuned's last write is drift. */
         const char *udev_action;
 
-        /* irqbalance: the vectors we pin are banned at runtime through its socket */
-        IrqBalance irqbalance;
-        unsigned *our_bans;
-        size_t n_our_bans;
-        char *irqbalance_state;
-        int irqbalance_last_pid;         /* survives "gone", to recognise a restart */
-        uint64_t irqbalance_synced_usec; /* CLOCK_MONOTONIC of the last exchange that succeeded */
-        /* The exchange the event loop has in flight (bans.c): its answer to come,
-         * or a connection to try again; another asked for meanwhile (again). */
-        bool irqbalance_asking, irqbalance_again;
-        sd_event_source *irqbalance_io, *irqbalance_timer;
-        IrqBalanceReply irqbalance_reply;
-        uint64_t irqbalance_ask_deadline; /* CLOCK_MONOTONIC */
-        uint64_t irqbalance_ask_retry_usec; /* the next wait for a full backlog */
-        /* The IRQs that may be banned by iotuned in irqbalance `claimed_pid`: what it
-         * sent and no "setup" reply has shown withdrawn yet, a superset of our_bans.
-         * Kept in bans_path (IRQBALANCE_BANS_RECORD), so that a later start can
-         * withdraw what a stop could not; loaded from there at start. */
-        char *bans_path;
-        unsigned *claimed_bans;
-        size_t n_claimed_bans;
-        int claimed_pid;
-        bool claims_saved;               /* bans_path says what claimed_* say */
-        unsigned *leftover_bans;         /* the record of an earlier run, until its first exchange */
-        size_t n_leftover_bans;
-        unsigned *own_bans;              /* irqbalance's own bans in its last reply (its pid unchanged) */
-        size_t n_own_bans;
-        bool own_bans_known;
-        bool status_dirty;               /* something status.json shows changed outside a drift */
-        IrqCounts irq_counts;            /* the tuned disks' vectors at the last drift check (load.c) */
-        bool has_irq_counts;
+        BanKeeper *bans;                 /* the irqbalance exchange and ban policy (bankeeper.c) */
+        DriftCheck *drift;               /* the drift check's timer, counters and last counts (drift-check.c) */
 
-        bool watchdog_in_check;          /* the drift check pings the watchdog (publish.c) */
-        uint64_t watchdog_usec;          /* WatchdogSec=, 0: none */
-        uint64_t watchdog_pinged_usec;   /* CLOCK_MONOTONIC of the last WATCHDOG=1 */
-
-        unsigned drifts_corrected;
-        unsigned conflicts;
         unsigned reload_failures;
-        uint64_t last_check_usec;        /* CLOCK_REALTIME of the last drift check */
 } Manager;
 
 Manager *manager_free(Manager *m);

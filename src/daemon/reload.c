@@ -62,10 +62,10 @@ int manager_reload(Manager *m) {
         }
         plan_done(&old);
         manager_arm_path_poll(m);
-        manager_trim_memory(m->plan.n);
+        heap_trim(m->plan.n);
         manager_sync_irqbalance(m);
         (void) manager_arm_drift_timer(m);
-        manager_setup_watchdog(m);
+        publisher_setup_watchdog(m->publisher, m->config->reassert_usec);
         manager_write_status(m);
         manager_notify_status(m, NULL);
         (void) sd_notify(false, "READY=1");

@@ -673,7 +673,7 @@ int manager_release_holds(Manager *m) {
                         return r;
                 if (r < 0)
                         log_error_errno(r, "Cannot tune %s: %m", *n);
-                m->status_dirty = true;
+                publisher_mark_dirty(m->publisher);
         }
         return 0;
 }

@@ -14,29 +14,130 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bankeeper.h"
 #include "events.h"
 #include "irqset.h"
 #include "log.h"
-#include "manager-internal.h"
+#include "rootfs.h"
 #include "timing.h"
 #include "util.h"
 
-static void set_irqbalance_state(Manager *m, const char *fmt, ...) _printf_(2, 3);
-static void set_irqbalance_state(Manager *m, const char *fmt, ...) {
+struct BanKeeper {
+        sd_event *event;
+        char *root;                      /* where irqbalance is looked for: the Tuner's */
+        const BanKeeperOps *ops;
+        void *userdata;
+
+        IrqBalance irqbalance;
+        unsigned *our_bans;              /* what the last exchange banned for iotuned */
+        size_t n_our_bans;
+        char *state;                     /* for status.json: "pid 812: 4 IRQs banned by iotuned" */
+        int last_pid;                    /* survives "gone", to recognise a restart */
+        uint64_t synced_usec;            /* CLOCK_MONOTONIC of the last exchange that succeeded */
+        /* The exchange the event loop has in flight: its answer to come, or a
+         * connection to try again; another asked for meanwhile (again). */
+        bool asking, again;
+        sd_event_source *io, *timer;
+        IrqBalanceReply reply;
+        uint64_t ask_deadline;           /* CLOCK_MONOTONIC */
+        uint64_t ask_retry_usec;         /* the next wait for a full backlog */
+        /* The IRQs that may be banned by iotuned in irqbalance `claimed_pid`: what it
+         * sent and no "setup" reply has shown withdrawn yet, a superset of our_bans.
+         * Kept in bans_path (IRQBALANCE_BANS_RECORD), so that a later start can
+         * withdraw what a stop could not; loaded from there at start. */
+        char *bans_path;
+        unsigned *claimed_bans;
+        size_t n_claimed_bans;
+        int claimed_pid;
+        bool claims_saved;               /* bans_path says what claimed_* say */
+        unsigned *leftover_bans;         /* the record of an earlier run, until its first exchange */
+        size_t n_leftover_bans;
+        unsigned *own_bans;              /* irqbalance's own bans in its last reply (its pid unchanged) */
+        size_t n_own_bans;
+        bool own_bans_known;
+};
+
+int bankeeper_new(sd_event *event, const char *root, const BanKeeperOps *ops, void *userdata, BanKeeper **ret) {
+        _cleanup_(bankeeper_freep) BanKeeper *k = NULL;
+        int r;
+
+        assert(event);
+        assert(root);
+        assert(ops);
+        assert(ops->wanted);
+        assert(ret);
+
+        k = calloc(1, sizeof(BanKeeper));
+        if (!k)
+                return -ENOMEM;
+        k->event = sd_event_ref(event);
+        k->ops = ops;
+        k->userdata = userdata;
+        k->root = strdup(root);
+        if (!k->root)
+                return -ENOMEM;
+        /* Under --root: resolved inside the root (rootfs.h), as the Tuner's paths. */
+        r = root_resolve(k->root, IOTUNED_RUN_DIR "/" IRQBALANCE_BANS_RECORD, &k->bans_path);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(k);
+        return 0;
+}
+
+BanKeeper *bankeeper_free(BanKeeper *k) {
+        if (!k)
+                return NULL;
+        bankeeper_cancel(k);
+        sd_event_unref(k->event);
+        irqbalance_done(&k->irqbalance);
+        free(k->our_bans);
+        free(k->claimed_bans);
+        free(k->leftover_bans);
+        free(k->own_bans);
+        free(k->bans_path);
+        free(k->state);
+        free(k->root);
+        free(k);
+        return NULL;
+}
+
+int bankeeper_pid(const BanKeeper *k) {
+        assert(k);
+
+        return k->irqbalance.pid;
+}
+
+const char *bankeeper_state(const BanKeeper *k) {
+        assert(k);
+
+        return k->state;
+}
+
+const unsigned *bankeeper_banned(const BanKeeper *k, size_t *ret_n) {
+        assert(k);
+        assert(ret_n);
+
+        *ret_n = k->n_our_bans;
+        return k->our_bans;
+}
+
+static void set_irqbalance_state(BanKeeper *k, const char *fmt, ...) _printf_(2, 3);
+static void set_irqbalance_state(BanKeeper *k, const char *fmt, ...) {
         char *s = NULL;
         va_list ap;
 
-        assert(m);
+        assert(k);
         assert(fmt);
 
         va_start(ap, fmt);
         if (vasprintf(&s, fmt, ap) < 0)
                 s = NULL;
         va_end(ap);
-        if (!streq_ptr(s, m->irqbalance_state))
-                m->status_dirty = true; /* the next drift check rewrites status.json */
-        free(m->irqbalance_state);
-        m->irqbalance_state = s;
+        if (!streq_ptr(s, k->state))
+                if (k->ops->state_changed) /* the next drift check rewrites status.json */
+                        k->ops->state_changed(k->userdata);
+        free(k->state);
+        k->state = s;
 }
 
 /* irqbalance answers its socket from the same loop that rebalances, which under
@@ -56,114 +157,101 @@ static void set_irqbalance_state(Manager *m, const char *fmt, ...) {
 /* Make `irqs` the bans that may be ours in irqbalance `pid`, in memory and in the
  * record (removed when there are none). Without a record the next start cannot
  * finish a withdrawal that fails at stop; nothing else depends on it. */
-static void manager_set_claims(Manager *m, int pid, const unsigned *irqs, size_t n) {
+static void set_claims(BanKeeper *k, int pid, const unsigned *irqs, size_t n) {
         unsigned *copy = NULL;
         int r;
 
-        assert(m);
+        assert(k);
 
         if (n == 0)
                 pid = 0;
-        if (m->claims_saved && pid == m->claimed_pid && irqset_equal(irqs, n, m->claimed_bans, m->n_claimed_bans))
+        if (k->claims_saved && pid == k->claimed_pid && irqset_equal(irqs, n, k->claimed_bans, k->n_claimed_bans))
                 return;
         if (irqset_copy(irqs, n, &copy) < 0) {
                 log_oom();
                 return;
         }
-        free(m->claimed_bans);
-        m->claimed_bans = copy;
-        m->n_claimed_bans = n;
-        m->claimed_pid = pid;
-        r = irqbalance_bans_save(m->bans_path, pid, irqs, n);
-        m->claims_saved = r >= 0;
+        free(k->claimed_bans);
+        k->claimed_bans = copy;
+        k->n_claimed_bans = n;
+        k->claimed_pid = pid;
+        r = irqbalance_bans_save(k->bans_path, pid, irqs, n);
+        k->claims_saved = r >= 0;
         if (r < 0)
-                log_warning_errno(r, "Cannot record the irqbalance bans of iotuned in %s: %m", m->bans_path);
+                log_warning_errno(r, "Cannot record the irqbalance bans of iotuned in %s: %m", k->bans_path);
 }
 
-static void manager_forget_leftovers(Manager *m) {
-        assert(m);
+static void forget_leftovers(BanKeeper *k) {
+        assert(k);
 
-        free(m->leftover_bans);
-        m->leftover_bans = NULL;
-        m->n_leftover_bans = 0;
+        free(k->leftover_bans);
+        k->leftover_bans = NULL;
+        k->n_leftover_bans = 0;
 }
 
-static void manager_forget_own_bans(Manager *m) {
-        assert(m);
+static void forget_own_bans(BanKeeper *k) {
+        assert(k);
 
-        free(m->own_bans);
-        m->own_bans = NULL;
-        m->n_own_bans = 0;
-        m->own_bans_known = false;
+        free(k->own_bans);
+        k->own_bans = NULL;
+        k->n_own_bans = 0;
+        k->own_bans_known = false;
 }
 
 /* The record an earlier run left, if any: what it may have left banned. Invalid
  * records (not a regular file, too big, not the format) are removed. */
-void manager_load_bans_record(Manager *m) {
+void bankeeper_load_record(BanKeeper *k) {
         _cleanup_free_ unsigned *irqs = NULL;
         _cleanup_free_ char *list = NULL;
         size_t n = 0;
         int pid = 0, r;
 
-        assert(m);
+        assert(k);
 
-        r = irqbalance_bans_load(m->bans_path, &pid, &irqs, &n);
+        r = irqbalance_bans_load(k->bans_path, &pid, &irqs, &n);
         if (r == -ENOENT) {
-                m->claims_saved = true;
+                k->claims_saved = true;
                 return;
         }
         if (r < 0) {
                 log_warning_errno(r, "Ignoring and removing %s, which is not a valid record of irqbalance bans: %m",
-                                  m->bans_path);
-                m->claims_saved = unlink(m->bans_path) >= 0 || errno == ENOENT;
+                                  k->bans_path);
+                k->claims_saved = unlink(k->bans_path) >= 0 || errno == ENOENT;
                 return;
         }
-        free(m->claimed_bans);
-        m->claimed_bans = TAKE_PTR(irqs);
-        m->n_claimed_bans = n;
-        m->claimed_pid = n ? pid : 0;
-        m->claims_saved = true;
+        free(k->claimed_bans);
+        k->claimed_bans = TAKE_PTR(irqs);
+        k->n_claimed_bans = n;
+        k->claimed_pid = n ? pid : 0;
+        k->claims_saved = true;
         if (n == 0) {
-                manager_set_claims(m, 0, NULL, 0); /* an empty record: remove it */
+                set_claims(k, 0, NULL, 0); /* an empty record: remove it */
                 return;
         }
-        if (irqset_copy(m->claimed_bans, n, &m->leftover_bans) < 0) {
+        if (irqset_copy(k->claimed_bans, n, &k->leftover_bans) < 0) {
                 log_oom();
                 return;
         }
-        m->n_leftover_bans = n;
-        list = irqset_format(m->claimed_bans, n);
+        k->n_leftover_bans = n;
+        list = irqset_format(k->claimed_bans, n);
         log_info("%s: an earlier run of iotuned may have left IRQ%s %s banned in irqbalance (pid %d); withdrawing "
                  "what the configuration does not ban now.",
-                 m->bans_path, n == 1 ? "" : "s", list ?: "?", pid);
+                 k->bans_path, n == 1 ? "" : "s", list ?: "?", pid);
 }
 
-/* The vectors we ban: those we pin for profiles with keep_irqbalance_away (none
- * when stopping). */
-static int wanted_bans(const Manager *m, bool stopping, unsigned **ret, size_t *ret_n) {
-        _cleanup_free_ unsigned *want = NULL;
-        size_t n_want = 0;
-
-        for (size_t i = 0; !stopping && i < m->plan.n; i++) {
-                const DevicePlan *p = m->plan.devices[i];
-                if (!p->keep_irqbalance_away || p->excluded || p->error)
-                        continue;
-                for (size_t k = 0; k < p->n_settings; k++) {
-                        const Setting *s = &p->settings[k];
-                        /* Managed vectors are the kernel's; irqbalance cannot move them either. */
-                        if (s->irq >= 0 && s->state != STATE_MANAGED && s->state != STATE_FAILED &&
-                            irqset_add(&want, &n_want, (unsigned) s->irq) < 0)
-                                return -ENOMEM;
-                }
+/* The vectors we ban: the owner's (ops->wanted), none when stopping. */
+static int wanted_bans(const BanKeeper *k, bool stopping, unsigned **ret, size_t *ret_n) {
+        if (stopping) {
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
         }
-        *ret = TAKE_PTR(want);
-        *ret_n = n_want;
-        return 0;
+        return k->ops->wanted(k->userdata, ret, ret_n);
 }
 
-static int sync_failed(Manager *m, int error) {
-        set_irqbalance_state(m, "socket %s unusable (%s): IRQs are verified and re-asserted only",
-                             m->irqbalance.socket_path, strerror(-error));
+static int sync_failed(BanKeeper *k, int error) {
+        set_irqbalance_state(k, "socket %s unusable (%s): IRQs are verified and re-asserted only",
+                             k->irqbalance.socket_path, strerror(-error));
         return error;
 }
 
@@ -177,60 +265,60 @@ static int sync_failed(Manager *m, int error) {
  *
  * In two halves, around irqbalance's answer to "setup": sync_begin() finds
  * irqbalance and decides whether it must be asked (0: no, the state is known; 1:
- * ask m->irqbalance), sync_finish() takes the answer and sends what is to change.
+ * ask k->irqbalance), sync_finish() takes the answer and sends what is to change.
  * Both return 0 when irqbalance is in the state we want, as its reply has just
  * shown (or it is gone, and our bans with it), 1 when a change was sent (to be
  * seen in a later reply), or a negative errno when irqbalance could not be asked
  * or told. */
-static int sync_begin(Manager *m, bool stopping) {
+static int sync_begin(BanKeeper *k, bool stopping) {
         _cleanup_free_ unsigned *want = NULL;
         size_t n_want = 0;
         IrqBalance b = {};
         int r;
 
-        assert(m);
+        assert(k);
 
-        if (wanted_bans(m, stopping, &want, &n_want) < 0)
+        if (wanted_bans(k, stopping, &want, &n_want) < 0)
                 return log_oom();
-        r = irqbalance_find(m->tuner.root, &b);
+        r = irqbalance_find(k->root, &b);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0) {
-                if (m->irqbalance.pid)
+                if (k->irqbalance.pid)
                         log_info(stopping ? "irqbalance (pid %d) is gone, and its runtime bans with it."
                                           : "irqbalance (pid %d) is gone; nothing to ban.",
-                                 m->irqbalance.pid);
-                else if (m->claimed_pid)
+                                 k->irqbalance.pid);
+                else if (k->claimed_pid)
                         log_info("irqbalance (pid %d) is gone, and with it the bans iotuned left there.",
-                                 m->claimed_pid);
-                irqbalance_done(&m->irqbalance);
-                m->n_our_bans = 0;
-                manager_forget_own_bans(m);
-                manager_forget_leftovers(m);
-                manager_set_claims(m, 0, NULL, 0);
-                set_irqbalance_state(m, "not running");
+                                 k->claimed_pid);
+                irqbalance_done(&k->irqbalance);
+                k->n_our_bans = 0;
+                forget_own_bans(k);
+                forget_leftovers(k);
+                set_claims(k, 0, NULL, 0);
+                set_irqbalance_state(k, "not running");
                 return 0;
         }
-        if (m->claimed_pid && m->claimed_pid != b.pid) {
+        if (k->claimed_pid && k->claimed_pid != b.pid) {
                 /* Bans live in the irqbalance process: another one has none of ours. */
-                if (m->n_leftover_bans)
+                if (k->n_leftover_bans)
                         log_info("irqbalance pid %d, where an earlier run of iotuned left bans, is gone (now pid %d): "
                                  "those bans went with it.",
-                                 m->claimed_pid, b.pid);
-                manager_forget_leftovers(m);
-                manager_set_claims(m, 0, NULL, 0);
+                                 k->claimed_pid, b.pid);
+                forget_leftovers(k);
+                set_claims(k, 0, NULL, 0);
         }
-        if (b.pid != m->irqbalance.pid) {
-                if (m->irqbalance_last_pid && m->irqbalance_last_pid != b.pid)
+        if (b.pid != k->irqbalance.pid) {
+                if (k->last_pid && k->last_pid != b.pid)
                         log_info(stopping ? "irqbalance restarted (pid %d -> %d): its runtime bans, ours included, are "
                                             "gone."
                                           : "irqbalance restarted (pid %d -> %d): its runtime bans are gone; "
                                             "re-sending ours.",
-                                 m->irqbalance_last_pid, b.pid);
-                m->n_our_bans = 0;
-                manager_forget_own_bans(m);
+                                 k->last_pid, b.pid);
+                k->n_our_bans = 0;
+                forget_own_bans(k);
         }
-        if (stopping && m->n_our_bans == 0 && m->n_claimed_bans == 0) {
+        if (stopping && k->n_our_bans == 0 && k->n_claimed_bans == 0) {
                 /* Nothing of ours can be banned there: no need to ask. */
                 irqbalance_done(&b);
                 return 0;
@@ -238,46 +326,46 @@ static int sync_begin(Manager *m, bool stopping) {
         /* With nothing of ours to ban, banned or claimed, the periodic recheck has
          * nothing to verify: an idle daemon that pins no vector does not wake
          * irqbalance (or itself) every IRQBALANCE_RECHECK_USEC. */
-        bool nothing_ours = n_want == 0 && m->n_our_bans == 0 && m->n_claimed_bans == 0;
-        if (!stopping && b.pid == m->irqbalance.pid && m->irqbalance_synced_usec &&
-            (nothing_ours || now_usec(CLOCK_MONOTONIC) - m->irqbalance_synced_usec < IRQBALANCE_RECHECK_USEC) &&
-            m->n_leftover_bans == 0 && irqset_equal(want, n_want, m->our_bans, m->n_our_bans)) {
+        bool nothing_ours = n_want == 0 && k->n_our_bans == 0 && k->n_claimed_bans == 0;
+        if (!stopping && b.pid == k->irqbalance.pid && k->synced_usec &&
+            (nothing_ours || now_usec(CLOCK_MONOTONIC) - k->synced_usec < IRQBALANCE_RECHECK_USEC) &&
+            k->n_leftover_bans == 0 && irqset_equal(want, n_want, k->our_bans, k->n_our_bans)) {
                 /* Bans withdrawn but not seen withdrawn yet (claimed_bans) wait for the
                  * next exchange; at the latest the recheck, or the stop, sees them. */
                 irqbalance_done(&b);
                 return 0;
         }
-        m->irqbalance_last_pid = b.pid;
-        irqbalance_done(&m->irqbalance);
-        m->irqbalance = b;
-        m->irqbalance_synced_usec = 0;
+        k->last_pid = b.pid;
+        irqbalance_done(&k->irqbalance);
+        k->irqbalance = b;
+        k->synced_usec = 0;
         return 1;
 }
 
 /* current: the bans in irqbalance's answer to "setup". send_timeout_ms bounds the
  * send of a change (0: it does not wait; -EAGAIN when irqbalance's backlog is
  * full). The vectors to ban are those of the plans now. */
-static int sync_finish(Manager *m, bool stopping, const unsigned *current, size_t n_current,
+static int sync_finish(BanKeeper *k, bool stopping, const unsigned *current, size_t n_current,
                        unsigned send_timeout_ms) {
         _cleanup_free_ unsigned *want = NULL, *own = NULL, *next = NULL, *claim = NULL, *withdrawn = NULL;
         size_t n_want = 0, n_own = 0, n_next = 0, n_claim = 0, n_withdrawn = 0;
         bool same;
         int r;
 
-        assert(m);
+        assert(k);
 
-        if (wanted_bans(m, stopping, &want, &n_want) < 0)
+        if (wanted_bans(k, stopping, &want, &n_want) < 0)
                 return log_oom();
         for (size_t i = 0; i < n_current; i++) {
                 unsigned irq = current[i];
                 bool ours =
-                        irqset_contains(m->our_bans, m->n_our_bans, irq) || irqset_contains(m->claimed_bans, m->n_claimed_bans, irq);
+                        irqset_contains(k->our_bans, k->n_our_bans, irq) || irqset_contains(k->claimed_bans, k->n_claimed_bans, irq);
                 if (!ours && (irqset_add(&own, &n_own, irq) < 0 || irqset_add(&next, &n_next, irq) < 0))
                         return log_oom();
                 /* What may stay ours if this send does not land: it goes on the record first. */
                 if (ours && irqset_add(&claim, &n_claim, irq) < 0)
                         return log_oom();
-                if (irqset_contains(m->leftover_bans, m->n_leftover_bans, irq) && !irqset_contains(want, n_want, irq) &&
+                if (irqset_contains(k->leftover_bans, k->n_leftover_bans, irq) && !irqset_contains(want, n_want, irq) &&
                     irqset_add(&withdrawn, &n_withdrawn, irq) < 0)
                         return log_oom();
         }
@@ -285,62 +373,62 @@ static int sync_finish(Manager *m, bool stopping, const unsigned *current, size_
                 if (irqset_add(&next, &n_next, want[i]) < 0 || irqset_add(&claim, &n_claim, want[i]) < 0)
                         return log_oom();
         /* Kept for a stop at which irqbalance does not answer (see below). */
-        free(m->own_bans);
-        m->own_bans = TAKE_PTR(own);
-        m->n_own_bans = n_own;
-        m->own_bans_known = true;
+        free(k->own_bans);
+        k->own_bans = TAKE_PTR(own);
+        k->n_own_bans = n_own;
+        k->own_bans_known = true;
         same = irqset_equal(next, n_next, current, n_current);
         if (same)
                 /* The reply shows every ban of ours that is left is still wanted. */
-                manager_set_claims(m, m->irqbalance.pid, want, n_want);
+                set_claims(k, k->irqbalance.pid, want, n_want);
         else {
-                manager_set_claims(m, m->irqbalance.pid, claim, n_claim);
-                r = irqbalance_set_banned(&m->irqbalance, send_timeout_ms, next, n_next);
+                set_claims(k, k->irqbalance.pid, claim, n_claim);
+                r = irqbalance_set_banned(&k->irqbalance, send_timeout_ms, next, n_next);
                 if (r == -EAGAIN)
                         return r; /* not sent: the caller asks again */
                 if (r < 0)
-                        return sync_failed(m, r);
+                        return sync_failed(k, r);
                 if (stopping)
                         log_info("irqbalance (pid %d): withdrawing %zu ban%s of iotuned, %zu ban%s of its own kept.",
-                                 m->irqbalance.pid, n_claim, n_claim == 1 ? "" : "s", n_next, n_next == 1 ? "" : "s");
+                                 k->irqbalance.pid, n_claim, n_claim == 1 ? "" : "s", n_next, n_next == 1 ? "" : "s");
                 else
                         log_info("irqbalance (pid %d): %zu IRQ%s banned by iotuned, %zu ban%s of its own kept.",
-                                 m->irqbalance.pid, n_want, n_want == 1 ? "" : "s", n_next - n_want,
+                                 k->irqbalance.pid, n_want, n_want == 1 ? "" : "s", n_next - n_want,
                                  n_next - n_want == 1 ? "" : "s");
                 if (n_withdrawn) {
                         _cleanup_free_ char *list = irqset_format(withdrawn, n_withdrawn);
                         log_info("withdrew %zu leftover irqbalance ban%s from an earlier run: IRQ%s %s (irqbalance "
                                  "pid %d).",
                                  n_withdrawn, n_withdrawn == 1 ? "" : "s", n_withdrawn == 1 ? "" : "s", list ?: "?",
-                                 m->irqbalance.pid);
+                                 k->irqbalance.pid);
                 }
         }
-        manager_forget_leftovers(m);
-        free(m->our_bans);
-        m->our_bans = TAKE_PTR(want);
-        m->n_our_bans = n_want;
-        m->irqbalance_synced_usec = now_usec(CLOCK_MONOTONIC);
-        set_irqbalance_state(m, "pid %d: %zu IRQ%s banned by iotuned", m->irqbalance.pid, m->n_our_bans,
-                             m->n_our_bans == 1 ? "" : "s");
+        forget_leftovers(k);
+        free(k->our_bans);
+        k->our_bans = TAKE_PTR(want);
+        k->n_our_bans = n_want;
+        k->synced_usec = now_usec(CLOCK_MONOTONIC);
+        set_irqbalance_state(k, "pid %d: %zu IRQ%s banned by iotuned", k->irqbalance.pid, k->n_our_bans,
+                             k->n_our_bans == 1 ? "" : "s");
         return same ? 0 : 1;
 }
 
 /* The whole exchange, waiting for irqbalance: for the stop, after the event loop.
  * timeout_ms bounds each request (at least 1). */
-static int sync_now(Manager *m, bool stopping, unsigned timeout_ms) {
+static int sync_now(BanKeeper *k, bool stopping, unsigned timeout_ms) {
         _cleanup_free_ unsigned *current = NULL;
         size_t n_current = 0;
         int r;
 
         assert(timeout_ms > 0);
 
-        r = sync_begin(m, stopping);
+        r = sync_begin(k, stopping);
         if (r <= 0)
                 return r;
-        r = irqbalance_get_banned(&m->irqbalance, timeout_ms, &current, &n_current);
+        r = irqbalance_get_banned(&k->irqbalance, timeout_ms, &current, &n_current);
         if (r < 0)
-                return sync_failed(m, r);
-        return sync_finish(m, stopping, current, n_current, timeout_ms);
+                return sync_failed(k, r);
+        return sync_finish(k, stopping, current, n_current, timeout_ms);
 }
 
 /* ---- the exchange on the event loop ---------------------------------------------
@@ -360,143 +448,140 @@ static int sync_now(Manager *m, bool stopping, unsigned timeout_ms) {
 #define IRQBALANCE_ASK_RETRY_MIN_USEC (100 * 1000ULL)
 #define IRQBALANCE_ASK_RETRY_MAX_USEC (2 * USEC_PER_SEC)
 
-static void ask_close(Manager *m) {
-        m->irqbalance_io = sd_event_source_disable_unref(m->irqbalance_io);
-        m->irqbalance_timer = sd_event_source_disable_unref(m->irqbalance_timer);
-        irqbalance_reply_done(&m->irqbalance_reply);
+static void ask_close(BanKeeper *k) {
+        k->io = sd_event_source_disable_unref(k->io);
+        k->timer = sd_event_source_disable_unref(k->timer);
+        irqbalance_reply_done(&k->reply);
 }
 
-void manager_cancel_irqbalance_ask(Manager *m) {
-        assert(m);
+void bankeeper_cancel(BanKeeper *k) {
+        assert(k);
 
-        ask_close(m);
-        m->irqbalance_asking = m->irqbalance_again = false;
+        ask_close(k);
+        k->asking = k->again = false;
 }
 
-static void ask(Manager *m);
+static void ask(BanKeeper *k);
 
 /* The exchange is over (answered, or given up): publish what changed, and run a
  * synchronisation asked for meanwhile. */
-static void ask_ended(Manager *m, int r) {
-        ask_close(m);
-        m->irqbalance_asking = false;
+static void ask_ended(BanKeeper *k, int r) {
+        ask_close(k);
+        k->asking = false;
         if (r == -EAGAIN) {
                 /* Its "settings" found the backlog full: ask again, same deadline. */
-                m->irqbalance_asking = true;
-                ask(m);
+                k->asking = true;
+                ask(k);
                 return;
         }
         if (r < 0 && r != -ENOMEM)
-                sync_failed(m, r);
-        if (m->irqbalance_again) {
-                m->irqbalance_again = false;
-                manager_sync_irqbalance(m);
+                sync_failed(k, r);
+        if (k->again) {
+                k->again = false;
+                bankeeper_sync(k);
         }
-        if (m->status_dirty && !m->irqbalance_asking) {
-                m->status_dirty = false;
-                manager_write_status(m);
-                manager_notify_status(m, NULL);
-        }
+        if (!k->asking && k->ops->idle)
+                k->ops->idle(k->userdata);
 }
 
 static int on_ask_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         _cleanup_free_ unsigned *current = NULL;
-        Manager *m = userdata;
+        BanKeeper *k = userdata;
         size_t n_current = 0;
         int r;
 
-        assert(m);
+        assert(k);
 
-        r = irqbalance_reply_read(fd, &m->irqbalance_reply);
+        r = irqbalance_reply_read(fd, &k->reply);
         if (r == 0)
                 return 0; /* more to come */
         timing_begin(0, "irqbalance");
         {
                 TIMING_SCOPE(TIMING_IRQBALANCE);
                 if (r > 0)
-                        r = irqbalance_parse_setup(m->irqbalance_reply.text, &current, &n_current);
-                ask_close(m);
+                        r = irqbalance_parse_setup(k->reply.text, &current, &n_current);
+                ask_close(k);
                 if (r >= 0)
-                        r = sync_finish(m, false, current, n_current, 0);
+                        r = sync_finish(k, false, current, n_current, 0);
         }
-        ask_ended(m, r);
+        ask_ended(k, r);
         timing_end_log();
         return 0;
 }
 
 static int on_ask_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        BanKeeper *k = userdata;
 
-        assert(m);
+        assert(k);
 
-        if (m->irqbalance_io) {
+        if (k->io) {
                 /* Connected and asked, and no answer by the deadline. */
                 timing_begin(0, "irqbalance");
-                ask_ended(m, -ETIMEDOUT);
+                ask_ended(k, -ETIMEDOUT);
                 timing_end_log();
         } else
-                ask(m); /* the backlog was full: try to connect again */
+                ask(k); /* the backlog was full: try to connect again */
         return 0;
 }
 
-static void ask(Manager *m) {
+static void ask(BanKeeper *k) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         int fd, r;
 
-        assert(m);
-        assert(m->irqbalance_asking);
+        assert(k);
+        assert(k->asking);
 
-        ask_close(m);
-        fd = irqbalance_send(&m->irqbalance, "setup", 0);
+        ask_close(k);
+        fd = irqbalance_send(&k->irqbalance, "setup", 0);
         if (fd == -EAGAIN) {
                 /* The backlog is full: the connection is tried again shortly. */
-                uint64_t retry = m->irqbalance_ask_retry_usec;
-                if (now + retry >= m->irqbalance_ask_deadline) {
-                        ask_ended(m, -ETIMEDOUT);
+                uint64_t retry = k->ask_retry_usec;
+                if (now + retry >= k->ask_deadline) {
+                        ask_ended(k, -ETIMEDOUT);
                         return;
                 }
-                m->irqbalance_ask_retry_usec = MIN(retry * 2, IRQBALANCE_ASK_RETRY_MAX_USEC);
-                r = sd_event_add_time(m->event, &m->irqbalance_timer, CLOCK_MONOTONIC, now + retry, 0, on_ask_timer,
-                                      m);
+                k->ask_retry_usec = MIN(retry * 2, IRQBALANCE_ASK_RETRY_MAX_USEC);
+                r = sd_event_add_time(k->event, &k->timer, CLOCK_MONOTONIC, now + retry, 0, on_ask_timer,
+                                      k);
                 if (r < 0)
-                        ask_ended(m, r);
+                        ask_ended(k, r);
                 return;
         }
         if (fd < 0) {
-                ask_ended(m, fd);
+                ask_ended(k, fd);
                 return;
         }
-        r = sd_event_add_io(m->event, &m->irqbalance_io, fd, EPOLLIN, on_ask_reply, m);
+        r = sd_event_add_io(k->event, &k->io, fd, EPOLLIN, on_ask_reply, k);
         if (r < 0) {
                 close(fd);
-                ask_ended(m, r);
+                ask_ended(k, r);
                 return;
         }
-        (void) sd_event_source_set_io_fd_own(m->irqbalance_io, true);
-        (void) sd_event_source_set_description(m->irqbalance_io, "irqbalance-reply");
-        r = sd_event_add_time(m->event, &m->irqbalance_timer, CLOCK_MONOTONIC, m->irqbalance_ask_deadline, 0,
-                              on_ask_timer, m);
+        (void) sd_event_source_set_io_fd_own(k->io, true);
+        (void) sd_event_source_set_description(k->io, "irqbalance-reply");
+        r = sd_event_add_time(k->event, &k->timer, CLOCK_MONOTONIC, k->ask_deadline, 0,
+                              on_ask_timer, k);
         if (r < 0)
-                ask_ended(m, r);
+                ask_ended(k, r);
 }
 
-void manager_sync_irqbalance(Manager *m) {
+void bankeeper_sync(BanKeeper *k) {
         TIMING_SCOPE(TIMING_IRQBALANCE);
         int r;
 
-        assert(m);
+        assert(k);
 
-        if (m->irqbalance_asking) {
-                m->irqbalance_again = true;
+        if (k->asking) {
+                k->again = true;
                 return;
         }
-        r = sync_begin(m, false);
+        r = sync_begin(k, false);
         if (r <= 0)
                 return;
-        m->irqbalance_asking = true;
-        m->irqbalance_ask_deadline = now_usec(CLOCK_MONOTONIC) + IRQBALANCE_ASK_TIMEOUT_USEC;
-        m->irqbalance_ask_retry_usec = IRQBALANCE_ASK_RETRY_MIN_USEC;
-        ask(m);
+        k->asking = true;
+        k->ask_deadline = now_usec(CLOCK_MONOTONIC) + IRQBALANCE_ASK_TIMEOUT_USEC;
+        k->ask_retry_usec = IRQBALANCE_ASK_RETRY_MIN_USEC;
+        ask(k);
 }
 
 static void sleep_usec(uint64_t usec) {
@@ -517,7 +602,7 @@ static void sleep_usec(uint64_t usec) {
  * irqbalance gets to it; after that only its confirmation is awaited, as long as
  * the deadline allows. What may be left is logged (EVENT_BANS_LEFT) and stays on
  * the record for the next start. */
-void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline) {
+void bankeeper_withdraw(BanKeeper *k, uint64_t deadline) {
         uint64_t delay = IRQBALANCE_RETRY_MIN_USEC, now = now_usec(CLOCK_MONOTONIC);
         _cleanup_free_ unsigned *left = NULL;
         _cleanup_free_ char *cause = NULL;
@@ -526,12 +611,12 @@ void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline) {
         bool queued = false; /* a withdrawal is on irqbalance's socket, not seen taken yet */
         int r = 0, error = 0;
 
-        assert(m);
+        assert(k);
 
         /* An exchange the event loop had in flight is dropped: what it asked
          * stays in irqbalance's queue, as any request given up does. */
-        manager_cancel_irqbalance_ask(m);
-        if (m->n_our_bans == 0 && m->n_claimed_bans == 0)
+        bankeeper_cancel(k);
+        if (k->n_our_bans == 0 && k->n_claimed_bans == 0)
                 return; /* nothing of ours can be banned anywhere */
         /* Should the unit's stop timeout be shorter than our budget, ask for it. */
         if (deadline > now)
@@ -552,8 +637,8 @@ void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline) {
                              : queued      ? (unsigned) left_ms
                                            : (unsigned) MIN(left_ms, (uint64_t) IRQBALANCE_TIMEOUT_MS);
                 attempts++;
-                pid = m->irqbalance.pid;
-                r = sync_now(m, true, timeout_ms);
+                pid = k->irqbalance.pid;
+                r = sync_now(k, true, timeout_ms);
                 if (r == 0) {
                         if (failures > 0)
                                 log_info("The irqbalance bans of iotuned are withdrawn, after %u failed attempt%s.",
@@ -562,7 +647,7 @@ void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline) {
                 }
                 if (r == -ENOMEM)
                         break;
-                if (m->irqbalance.pid != pid)
+                if (k->irqbalance.pid != pid)
                         queued = false; /* another irqbalance: what we queued went with the old one */
                 (void) sd_notify(false, "WATCHDOG=1");
                 if (r > 0) {
@@ -572,21 +657,21 @@ void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline) {
                 error = r;
                 failures++;
                 log_debug_errno(r, "Withdrawing the irqbalance bans failed (attempt %u): %m", attempts);
-                if (r == -ETIMEDOUT && !queued && m->own_bans_known) {
-                        _cleanup_free_ char *list = irqset_format(m->own_bans, m->n_own_bans);
+                if (r == -ETIMEDOUT && !queued && k->own_bans_known) {
+                        _cleanup_free_ char *list = irqset_format(k->own_bans, k->n_own_bans);
                         int q;
 
                         now = now_usec(CLOCK_MONOTONIC);
                         left_ms = deadline > now ? (deadline - now) / 1000 : 0;
-                        q = irqbalance_set_banned(&m->irqbalance,
+                        q = irqbalance_set_banned(&k->irqbalance,
                                                   (unsigned) MAX(MIN(left_ms, (uint64_t) IRQBALANCE_TIMEOUT_MS),
                                                                  (uint64_t) IRQBALANCE_TRY_MIN_MS),
-                                                  m->own_bans, m->n_own_bans);
+                                                  k->own_bans, k->n_own_bans);
                         if (q >= 0) {
                                 queued = true;
                                 log_info("irqbalance (pid %d) did not answer in time: withdrawing the bans of iotuned "
                                          "from the list it gave last, keeping its own (%s).",
-                                         m->irqbalance.pid, m->n_own_bans ? list ?: "?" : "none");
+                                         k->irqbalance.pid, k->n_own_bans ? list ?: "?" : "none");
                                 continue;
                         }
                         error = q;
@@ -601,27 +686,27 @@ void manager_withdraw_irqbalance_bans(Manager *m, uint64_t deadline) {
                 }
         }
 
-        for (size_t i = 0; i < m->n_claimed_bans; i++)
-                (void) irqset_add(&left, &n_left, m->claimed_bans[i]);
-        for (size_t i = 0; i < m->n_our_bans; i++)
-                (void) irqset_add(&left, &n_left, m->our_bans[i]);
+        for (size_t i = 0; i < k->n_claimed_bans; i++)
+                (void) irqset_add(&left, &n_left, k->claimed_bans[i]);
+        for (size_t i = 0; i < k->n_our_bans; i++)
+                (void) irqset_add(&left, &n_left, k->our_bans[i]);
         if (n_left == 0)
                 return;
-        if (!m->claims_saved || m->claimed_pid != m->irqbalance.pid)
-                manager_set_claims(m, m->irqbalance.pid, left, n_left);
+        if (!k->claims_saved || k->claimed_pid != k->irqbalance.pid)
+                set_claims(k, k->irqbalance.pid, left, n_left);
         if (queued)
                 (void) asprintf_safe(&cause, "the withdrawal is queued on %s, but irqbalance did not answer before "
                                              "the deadline (%s); it takes effect when irqbalance reads it",
-                                     m->irqbalance.socket_path, strerror(error ? -error : ETIMEDOUT));
+                                     k->irqbalance.socket_path, strerror(error ? -error : ETIMEDOUT));
         else if (error == -ETIMEDOUT)
                 (void) asprintf_safe(&cause, "irqbalance did not take or answer a request on %s in time (%s)",
-                                     m->irqbalance.socket_path, strerror(-error));
+                                     k->irqbalance.socket_path, strerror(-error));
         else
-                (void) asprintf_safe(&cause, "its socket %s is unusable (%s)", m->irqbalance.socket_path,
+                (void) asprintf_safe(&cause, "its socket %s is unusable (%s)", k->irqbalance.socket_path,
                                      strerror(error ? -error : ENOMEM));
         irqset_sort(left, n_left);
-        event_irqbalance_bans_left(queued ? LOG_NOTICE : LOG_WARNING, queued, m->irqbalance.pid,
-                                   m->irqbalance.socket_path, left, n_left, attempts,
-                                   error ? error : -ETIMEDOUT, cause ?: "unknown", m->bans_path);
+        event_irqbalance_bans_left(queued ? LOG_NOTICE : LOG_WARNING, queued, k->irqbalance.pid,
+                                   k->irqbalance.socket_path, left, n_left, attempts,
+                                   error ? error : -ETIMEDOUT, cause ?: "unknown", k->bans_path);
 }
 

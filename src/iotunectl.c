@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* iotunectl: argv parsing and dispatch only; the work is in src/cli/. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -266,7 +267,61 @@ enum {
         ARG_AS,
 };
 
-int main(int argc, char *argv[]) {
+/* tune's options, checked by cli_tune(), which names the bad one: whether `c` is one. */
+static bool parse_tune_option(int c, const char *arg, TuneArgs *t) {
+        switch (c) {
+        case ARG_KNOBS:
+                t->knobs = arg;
+                break;
+        case ARG_DEPTHS:
+                t->depths = arg;
+                break;
+        case ARG_BLOCK_SIZE:
+                t->block_size = arg;
+                break;
+        case ARG_ROUNDS:
+                t->rounds = arg;
+                break;
+        case ARG_RUNTIME:
+                t->runtime = arg;
+                break;
+        case ARG_WARMUP:
+                t->warmup = arg;
+                break;
+        case ARG_RANGE:
+                t->range = arg;
+                break;
+        case ARG_HIPRI:
+                t->hipri = true;
+                break;
+        case ARG_MIN_EFFECT:
+                t->min_effect = arg;
+                break;
+        case ARG_ALPHA:
+                t->alpha = arg;
+                break;
+        case ARG_BUSY:
+                t->busy = arg;
+                break;
+        case ARG_FORCE:
+                t->force = true;
+                break;
+        case ARG_WRITE:
+                t->write = true;
+                break;
+        case ARG_PLOT:
+                t->plot = arg;
+                break;
+        default:
+                return false;
+        }
+        return true;
+}
+
+/* The options into `cli`; -h/--help sets *want_help (acted on after, as `iotunectl plan --help`
+ * is plan's help). Returns 1 to go on, 0 to exit with EXIT_OK (--version), -EINVAL on a usage
+ * error (logged). */
+static int parse_argv(int argc, char *argv[], Cli *cli, bool *want_help) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
@@ -295,13 +350,8 @@ int main(int argc, char *argv[]) {
                 { "as", required_argument, NULL, ARG_AS },
                 {},
         };
-        Cli cli = { .root = "/" };
-        const char *verb;
-        bool want_help = false;
-        char **args;
-        int c, nargs, ex;
+        int c;
 
-        log_set_program_name("iotunectl");
         /* getopt's own messages would name argv[0] ("build/src/iotunectl: ..."):
          * ours name the program. */
         opterr = 0;
@@ -309,109 +359,86 @@ int main(int argc, char *argv[]) {
         while ((c = getopt_long(argc, argv, ":haqvV", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
-                        /* after the loop: `iotunectl plan --help` is plan's help */
-                        want_help = true;
+                        *want_help = true;
                         break;
                 case 'V':
                         printf("iotunectl %s\n", PACKAGE_VERSION);
-                        return EXIT_OK;
+                        return 0;
                 case ARG_NO_PAGER:
                         break;
                 case ARG_JSON:
-                        cli.json = true;
+                        cli->json = true;
                         break;
                 case 'a':
-                        cli.all = true;
+                        cli->all = true;
                         break;
                 case 'q':
-                        cli.quiet = true;
+                        cli->quiet = true;
                         break;
                 case 'v':
                         log_set_max_level(LOG_DEBUG);
                         break;
                 case ARG_ROOT:
-                        cli.root = optarg;
+                        cli->root = optarg;
                         break;
                 case ARG_CONFIG:
-                        cli.config_dir = optarg;
-                        break;
-                /* tune's options: checked by cli_tune(), which names the bad one */
-                case ARG_KNOBS:
-                        cli.tune.knobs = optarg;
-                        break;
-                case ARG_DEPTHS:
-                        cli.tune.depths = optarg;
-                        break;
-                case ARG_BLOCK_SIZE:
-                        cli.tune.block_size = optarg;
-                        break;
-                case ARG_ROUNDS:
-                        cli.tune.rounds = optarg;
-                        break;
-                case ARG_RUNTIME:
-                        cli.tune.runtime = optarg;
-                        break;
-                case ARG_WARMUP:
-                        cli.tune.warmup = optarg;
-                        break;
-                case ARG_RANGE:
-                        cli.tune.range = optarg;
-                        break;
-                case ARG_HIPRI:
-                        cli.tune.hipri = true;
-                        break;
-                case ARG_MIN_EFFECT:
-                        cli.tune.min_effect = optarg;
-                        break;
-                case ARG_ALPHA:
-                        cli.tune.alpha = optarg;
-                        break;
-                case ARG_BUSY:
-                        cli.tune.busy = optarg;
-                        break;
-                case ARG_FORCE:
-                        cli.tune.force = true;
-                        break;
-                case ARG_WRITE:
-                        cli.tune.write = true;
-                        break;
-                case ARG_PLOT:
-                        cli.tune.plot = optarg;
+                        cli->config_dir = optarg;
                         break;
                 case ARG_INTERVAL:
-                        cli.interval = optarg;
+                        cli->interval = optarg;
                         break;
                 case ARG_AS:
-                        cli.as = optarg;
+                        cli->as = optarg;
                         break;
                 case ':':
                         log_error("Option '%s' needs an argument. Try 'iotunectl --help'.", esc(argv[optind - 1]));
-                        return EXIT_USAGE;
+                        return -EINVAL;
                 default:
+                        if (parse_tune_option(c, optarg, &cli->tune))
+                                break;
                         if (optopt)
                                 log_error("Unknown option '-%c'. Try 'iotunectl --help'.", optopt);
                         else
                                 log_error("Unknown option '%s'. Try 'iotunectl --help'.", esc(argv[optind - 1]));
-                        return EXIT_USAGE;
+                        return -EINVAL;
                 }
+        return 1;
+}
+
+/* `iotunectl --help [COMMAND]`, `iotunectl help [COMMAND]`: NULL for the help of all. */
+static int show_help(const char *verb) {
+        const VerbHelp *v = verb ? verb_help_find(verb) : NULL;
+
+        if (verb && !v) {
+                log_error("Unknown command '%s'. Try 'iotunectl --help'.", esc(verb));
+                return EXIT_USAGE;
+        }
+        if (v)
+                verb_help(v);
+        else
+                help();
+        return EXIT_OK;
+}
+
+int main(int argc, char *argv[]) {
+        Cli cli = { .root = "/" };
+        const char *verb;
+        bool want_help = false;
+        char **args;
+        int r, nargs, ex;
+
+        log_set_program_name("iotunectl");
+        r = parse_argv(argc, argv, &cli, &want_help);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_OK;
 
         if (optind < argc && streq(argv[optind], "help")) {
                 /* iotunectl help [COMMAND] */
                 want_help = true;
                 optind++;
         }
-        if (want_help) {
-                const VerbHelp *v = optind < argc ? verb_help_find(argv[optind]) : NULL;
-                if (optind < argc && !v) {
-                        log_error("Unknown command '%s'. Try 'iotunectl --help'.", esc(argv[optind]));
-                        return EXIT_USAGE;
-                }
-                if (v)
-                        verb_help(v);
-                else
-                        help();
-                return EXIT_OK;
-        }
+        if (want_help)
+                return show_help(optind < argc ? argv[optind] : NULL);
 
         verb = optind < argc ? argv[optind] : "plan";
         args = optind < argc ? argv + optind + 1 : argv + argc;

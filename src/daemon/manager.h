@@ -10,6 +10,7 @@ struct lh_table;
 #include "config.h"
 #include "drift-check.h"
 #include "heap-trim.h"
+#include "kernel-queue.h"
 #include "plan.h"
 #include "publisher.h"
 #include "tuner.h"
@@ -28,19 +29,13 @@ typedef struct Manager {
         sd_event *event;
         sd_event_source *sigterm_source, *sigint_source, *sighup_source;
         sd_event_source *monitor_source;
-        sd_event_source *kernel_source;  /* the kernel's own uevents (kernel-event.c) */
-        sd_event_source *kernel_batch_source; /* defer: handles kernel_pending */
-        struct udev_device **kernel_pending; /* disks the kernel added, as its events gave them,
-                                          * oldest first */
-        size_t n_kernel_pending, kernel_pending_alloc;
-        size_t kernel_handled;           /* of the current burst */
+        KernelQueue *kernel;             /* the kernel's own adds, queued (kernel-queue.c; NULL: not heard) */
         bool rescan_pending;             /* udev events were lost: list every disk again (hotplug.c) */
         sd_event_source *batch_source;   /* defer: handles the queued udev events */
         HeapTrimmer *trimmer;            /* the heap trimmed once a burst's events stop (heap-trim.c) */
 
         Tuner tuner;                     /* root, paths, udev, topology, IRQs, rebound controllers */
         struct udev_monitor *monitor;
-        struct udev_monitor *kernel_monitor;
         char **pending;                  /* queued "ACTION SYSPATH" from udev, oldest first */
         size_t batch_handled;            /* events of the current burst handled so far (hotplug.c) */
         bool batch_changed;              /* a plan changed in the burst: status to write at its end */

@@ -34,25 +34,6 @@
  * receive buffer keeps the kernel from dropping events while we work. */
 #define MONITOR_RCVBUF (128 * 1024 * 1024)
 
-/* "nvme1" (a controller), "nvme-subsys1" (a subsystem), or neither. */
-static bool is_ctrl_name(const char *name) {
-        assert(name);
-
-        if (!str_startswith(name, "nvme"))
-                return false;
-        size_t n = strspn(name + 4, "0123456789");
-        return n > 0 && name[4 + n] == 0;
-}
-
-static bool is_subsys_name(const char *name) {
-        assert(name);
-
-        if (!str_startswith(name, "nvme-subsys"))
-                return false;
-        size_t n = strspn(name + 11, "0123456789");
-        return n > 0 && name[11 + n] == 0;
-}
-
 /* Is the planned path still the disk we tuned? A path disk of the same name may
  * have been deleted and added again between two looks: its diskseq differs. */
 static bool path_unchanged(const Device *d) {
@@ -141,69 +122,6 @@ static bool rescan_paths(Manager *m, const char *syspath, bool all) {
         return forget_lost_paths(m, "its disk is gone") || changed;
 }
 
-static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata);
-
-/* A controller whose namespaces are plain disks (nvmeXnY right below it) is not
- * part of a multipath subsystem: its disks announce themselves, nothing to watch
- * for. */
-static bool ctrl_has_plain_disk(const char *syspath) {
-        struct dirent *de;
-        bool found = false;
-        DIR *d;
-
-        assert(syspath);
-
-        if (!is_ctrl_name(strrchr(syspath, '/') ? strrchr(syspath, '/') + 1 : syspath))
-                return false;
-        d = opendir(syspath);
-        if (!d)
-                return false;
-        while (!found && (de = readdir(d))) {
-                size_t a, b;
-                if (!str_startswith(de->d_name, "nvme"))
-                        continue;
-                a = strspn(de->d_name + 4, "0123456789");
-                if (a == 0 || de->d_name[4 + a] != 'n')
-                        continue;
-                b = strspn(de->d_name + 5 + a, "0123456789");
-                found = b > 0 && de->d_name[5 + a + b] == 0;
-        }
-        closedir(d);
-        return found;
-}
-
-/* Why there is nothing (more) to wait for below a watched controller or
- * subsystem, or NULL: it is gone, or it has (every controller of the subsystem
- * has) a plain disk, a namespace without native multipath, which has no hidden
- * paths. Without this, every hot-added plain controller's subsystem was polled
- * for PATH_WATCH_FOR_USEC, ~110 wake-ups for nothing. */
-static const char *path_watch_done(const char *syspath) {
-        const char *name = strrchr(syspath, '/') ? strrchr(syspath, '/') + 1 : syspath;
-        struct dirent *de;
-        size_t ctrls = 0, plain = 0;
-        DIR *d;
-
-        if (access(syspath, F_OK) < 0 && errno == ENOENT)
-                return "it is gone";
-        if (is_ctrl_name(name))
-                return ctrl_has_plain_disk(syspath) ? "its disk is a plain one, no paths" : NULL;
-        d = opendir(syspath);
-        if (!d)
-                return NULL;
-        /* A subsystem links each of its controllers by name. */
-        while ((de = readdir(d))) {
-                _cleanup_free_ char *c = NULL;
-                if (!is_ctrl_name(de->d_name))
-                        continue;
-                ctrls++;
-                c = path_join(syspath, de->d_name);
-                if (c && ctrl_has_plain_disk(c))
-                        plain++;
-        }
-        closedir(d);
-        return ctrls > 0 && plain == ctrls ? "every controller's disks are plain ones, no paths" : NULL;
-}
-
 /* Read the controller state of every planned path again; a path whose controller
  * is no longer live is lost for now (reported at info: the fabric reconnects it,
  * and its "connected" event has it tuned again). True when a state changed. */
@@ -235,73 +153,26 @@ static bool refresh_path_states(Manager *m) {
         return changed;
 }
 
-/* Keep listing the paths below `syspath` for PATH_WATCH_FOR_USEC from now. */
-static void path_watch(Manager *m, const char *syspath) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        ssize_t i = -1;
-        size_t n;
-        int r;
-
-        assert(m);
-        assert(syspath);
-
-        n = strv_length(m->path_watch);
-        for (size_t k = 0; k < n; k++)
-                if (streq(m->path_watch[k], syspath))
-                        i = (ssize_t) k;
-        if (i < 0) {
-                uint64_t *since = realloc(m->path_watch_since, (n + 1) * sizeof(uint64_t));
-                if (!since) {
-                        log_oom();
-                        return;
-                }
-                m->path_watch_since = since;
-                if (strv_extend(&m->path_watch, syspath) < 0) {
-                        log_oom();
-                        return;
-                }
-                i = (ssize_t) n;
-        }
-        m->path_watch_since[i] = now;
-        if (!m->path_watch_source) {
-                r = sd_event_add_time(m->event, &m->path_watch_source, CLOCK_MONOTONIC, now + PATH_WATCH_FAST_USEC,
-                                      0, on_path_watch, m);
-                if (r < 0) {
-                        log_warning_errno(r, "Cannot watch NVMe paths for a while: %m");
-                        return;
-                }
-                (void) sd_event_source_set_description(m->path_watch_source, "nvme-path-watch");
-        } else {
-                (void) sd_event_source_set_time(m->path_watch_source, now + PATH_WATCH_FAST_USEC);
-                (void) sd_event_source_set_enabled(m->path_watch_source, SD_EVENT_ONESHOT);
-        }
-}
-
-static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
+/* The path watch (path-watch.c) lists a watched controller or subsystem again:
+ * as for udev's events, a path removed meanwhile is not a failure. */
+static void on_path_watch_begin(void *userdata) {
         Manager *m = userdata;
-        uint64_t now = now_usec(CLOCK_MONOTONIC), next = UINT64_MAX;
-        bool changed = false;
-        size_t j = 0;
 
         assert(m);
 
         tuner_refresh_irqs(&m->tuner);
-        m->in_batch = true; /* as for udev's events: a path removed meanwhile is not a failure */
-        for (size_t i = 0; m->path_watch && m->path_watch[i]; i++) {
-                uint64_t age = now - m->path_watch_since[i];
-                const char *done = age >= PATH_WATCH_FOR_USEC ? "time is up" : path_watch_done(m->path_watch[i]);
-                if (done) {
-                        log_debug("Path watch of %s ends: %s.", m->path_watch[i], done);
-                        free(m->path_watch[i]);
-                        continue;
-                }
-                changed = rescan_paths(m, m->path_watch[i], false) || changed;
-                next = MIN(next, age < PATH_WATCH_FAST_FOR_USEC ? PATH_WATCH_FAST_USEC : PATH_WATCH_SLOW_USEC);
-                m->path_watch_since[j] = m->path_watch_since[i];
-                m->path_watch[j++] = m->path_watch[i];
-        }
-        if (m->path_watch)
-                m->path_watch[j] = NULL;
+        m->in_batch = true;
+}
+
+static bool on_path_watch_rescan(void *userdata, const char *syspath) {
+        return rescan_paths(userdata, syspath, false);
+}
+
+static void on_path_watch_end(void *userdata, bool changed) {
+        Manager *m = userdata;
+
+        assert(m);
+
         m->in_batch = false;
         changed = refresh_path_states(m) || changed;
         if (changed) {
@@ -309,31 +180,31 @@ static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
-        /* Polled while a path is planned; a path planned later (a reload, a rescan)
-         * arms it again (manager_arm_path_poll). Without paths, no wake-up. */
-        for (size_t i = 0; i < m->plan.n && next > PATH_STATE_POLL_USEC; i++)
-                if (m->plan.devices[i]->device->multipath_head_name)
-                        next = PATH_STATE_POLL_USEC;
-        if (next != UINT64_MAX) {
-                (void) sd_event_source_set_time(s, now + next);
-                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        }
-        return 0;
 }
 
-void manager_arm_path_poll(Manager *m) {
-        int enabled = SD_EVENT_OFF;
-        bool any = false;
+static bool paths_planned(void *userdata) {
+        Manager *m = userdata;
 
         assert(m);
 
-        for (size_t i = 0; i < m->plan.n && !any; i++)
-                any = m->plan.devices[i]->device->multipath_head_name;
-        if (!any || !m->path_watch_source || sd_event_source_get_enabled(m->path_watch_source, &enabled) < 0 ||
-            enabled != SD_EVENT_OFF)
-                return;
-        (void) sd_event_source_set_time(m->path_watch_source, now_usec(CLOCK_MONOTONIC) + PATH_STATE_POLL_USEC);
-        (void) sd_event_source_set_enabled(m->path_watch_source, SD_EVENT_ONESHOT);
+        for (size_t i = 0; i < m->plan.n; i++)
+                if (m->plan.devices[i]->device->multipath_head_name)
+                        return true;
+        return false;
+}
+
+static const PathWatchOps path_watch_ops = {
+        .begin = on_path_watch_begin,
+        .rescan = on_path_watch_rescan,
+        .end = on_path_watch_end,
+        .paths_planned = paths_planned,
+};
+
+void manager_arm_path_poll(Manager *m) {
+        assert(m);
+
+        if (m->paths)
+                path_watch_arm_poll(m->paths);
 }
 
 /* An event of an NVMe controller or subsystem (`name` is the last part of its
@@ -349,14 +220,14 @@ static bool on_nvme_event(Manager *m, const char *action, const char *syspath, c
         if (streq(action, "remove")) {
                 /* A deleted controller takes its path disks with it, silently. */
                 _cleanup_free_ char *why = NULL;
-                if (asprintf_safe(&why, "%s %s removed", is_ctrl_name(name) ? "controller" : "subsystem", name) < 0)
+                if (asprintf_safe(&why, "%s %s removed", nvme_name_is_ctrl(name) ? "controller" : "subsystem", name) < 0)
                         return log_oom(), false;
                 return forget_lost_paths(m, why);
         }
         /* "change" of a controller: NVME_EVENT=connected (a (re)connect, with its
          * queues set up anew), rediscover, or an AEN; re-tune every path of it. */
-        changed = rescan_paths(m, syspath, streq(action, "change") && is_ctrl_name(name));
-        path_watch(m, syspath);
+        changed = rescan_paths(m, syspath, streq(action, "change") && nvme_name_is_ctrl(name));
+        path_watch_add(m->paths, syspath);
         return changed;
 }
 
@@ -453,7 +324,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
                         continue;
 
                 name = strrchr(syspath, '/') + 1;
-                if (is_ctrl_name(name) || is_subsys_name(name)) {
+                if (nvme_name_is_ctrl(name) || nvme_name_is_subsys(name)) {
                         changed = on_nvme_event(m, action, syspath, name) || changed;
                         continue;
                 }
@@ -489,7 +360,7 @@ static int on_batch(sd_event_source *s, void *userdata) {
                          * subsystem (the head's parent). */
                         _cleanup_free_ char *subsys = strndup(syspath, name - 1 - syspath);
                         if (subsys)
-                                path_watch(m, subsys);
+                                path_watch_add(m->paths, subsys);
                         if (subsys && rescan_paths(m, subsys, false))
                                 changed = true;
                 }
@@ -601,11 +472,12 @@ int manager_watch_udev(Manager *m) {
         /* Drained before any handling (see kernel-event.c): a socket left full drops events. */
         (void) sd_event_source_set_priority(m->monitor_source, SD_EVENT_PRIORITY_IMPORTANT);
         /* Paths tuned at start: their states are polled from the first check on. */
-        r = sd_event_add_time(m->event, &m->path_watch_source, CLOCK_MONOTONIC,
-                              now_usec(CLOCK_MONOTONIC) + PATH_STATE_POLL_USEC, 0, on_path_watch, m);
+        r = path_watch_new(m->event, &path_watch_ops, m, &m->paths);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(m->path_watch_source, "nvme-path-watch");
+        r = path_watch_start(m->paths);
+        if (r < 0)
+                return r;
         r = sd_event_add_defer(m->event, &m->batch_source, on_batch, m);
         if (r < 0)
                 return r;

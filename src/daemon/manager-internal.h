@@ -27,20 +27,6 @@ static inline uint64_t manager_now(Manager *m, clockid_t clock) {
  * explains is reported only once it is this old (tuning.c). */
 #define PENDING_REPORT_USEC (5ULL * USEC_PER_SEC)
 
-/* After a controller's or subsystem's uevent, its hidden path disks are looked
- * for every PATH_WATCH_FAST_USEC for PATH_WATCH_FAST_FOR_USEC, then every
- * PATH_WATCH_SLOW_USEC until PATH_WATCH_FOR_USEC (hotplug.c): the namespace scan
- * that adds them runs from a work queue after NVME_EVENT=connected
- * (drivers/nvme/host/core.c nvme_start_ctrl -> nvme_queue_scan). */
-#define PATH_WATCH_FAST_USEC (50ULL * 1000ULL)
-#define PATH_WATCH_FAST_FOR_USEC (5 * USEC_PER_SEC)
-#define PATH_WATCH_SLOW_USEC (1 * USEC_PER_SEC)
-#define PATH_WATCH_FOR_USEC (15 * USEC_PER_SEC)
-/* A path lost to its fabric (controller resetting or connecting) sends nothing
- * until it is live again: the controller states of the planned paths are read
- * this often (hotplug.c), for the journal and status.json. */
-#define PATH_STATE_POLL_USEC (5 * USEC_PER_SEC)
-
 /* manager-publish.c: status.json (with the metrics) and STATUS=, of the state
  * now (publisher.h). */
 void manager_write_status(Manager *m);
@@ -111,7 +97,7 @@ static inline int manager_arm_drift_timer(Manager *m) {
 
 /* hotplug.c */
 int manager_watch_udev(Manager *m);
-/* While a multipath path is planned, its controller's state is polled (on_path_watch). */
+/* While a multipath path is planned, its controller's state is polled (path-watch.h). */
 void manager_arm_path_poll(Manager *m);
 
 /* kernel-event.c: the kernel's "add" of a disk, heard before udev's (which comes

@@ -26,8 +26,8 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sighup_source);
         sd_event_source_disable_unref(m->monitor_source);
         sd_event_source_disable_unref(m->batch_source);
-        sd_event_source_disable_unref(m->path_watch_source);
         kernel_queue_free(m->kernel);
+        path_watch_free(m->paths);
         bankeeper_free(m->bans);
         drift_check_free(m->drift);
         heap_trimmer_free(m->trimmer);
@@ -36,8 +36,6 @@ Manager *manager_free(Manager *m) {
         udev_monitor_unref(m->monitor);
         strv_free(m->pending);
         strv_free(m->pinned);
-        strv_free(m->path_watch);
-        free(m->path_watch_since);
         config_free(m->config);
         manager_plan_names_drop(m);
         plan_done(&m->plan);

@@ -11,6 +11,7 @@ struct lh_table;
 #include "drift-check.h"
 #include "heap-trim.h"
 #include "kernel-queue.h"
+#include "path-watch.h"
 #include "plan.h"
 #include "publisher.h"
 #include "tuner.h"
@@ -41,12 +42,9 @@ typedef struct Manager {
         bool batch_changed;              /* a plan changed in the burst: status to write at its end */
         char **pinned;                   /* syspaths whose queued "add" carries IOTUNED_PROFILE */
         /* NVMe controllers and subsystems whose hidden path disks are looked for again
-         * for a while after their uevent (the namespace scan that creates them runs
-         * after the "connected" event): syspaths, and when each was last announced
-         * (CLOCK_MONOTONIC). See hotplug.c. */
-        char **path_watch;
-        uint64_t *path_watch_since;
-        sd_event_source *path_watch_source;
+         * for a while after their uevent, and the poll of the paths' controller
+         * states (path-watch.c; NULL until udev is watched). */
+        PathWatch *paths;
 
         Config *config;
         Plan plan;                       /* one DevicePlan per tuned (or excluded) disk */

@@ -135,7 +135,7 @@ int manager_verify_early(Manager *m, size_t i) {
         /* Still the disk planned at the kernel's event, and no profile pinned by udev
          * (seen in udev's event itself: hotplug.c). */
         timing_enter(TIMING_PROBE_UDEV);
-        replan = strv_contains(m->pinned, p->device->syspath) ||
+        replan = (m->udev && udev_batch_pinned(m->udev, p->device->syspath)) ||
                  (read_attr_at(p->device->syspath, "diskseq", &seq) >= 0 &&
                   !streq_ptr(strstrip(seq), p->device->diskseq));
         timing_leave();

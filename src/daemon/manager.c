@@ -24,8 +24,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sigterm_source);
         sd_event_source_disable_unref(m->sigint_source);
         sd_event_source_disable_unref(m->sighup_source);
-        sd_event_source_disable_unref(m->monitor_source);
-        sd_event_source_disable_unref(m->batch_source);
+        udev_batch_free(m->udev);
         kernel_queue_free(m->kernel);
         path_watch_free(m->paths);
         bankeeper_free(m->bans);
@@ -33,9 +32,6 @@ Manager *manager_free(Manager *m) {
         heap_trimmer_free(m->trimmer);
         publisher_free(m->publisher);
         sd_event_unref(m->event);
-        udev_monitor_unref(m->monitor);
-        strv_free(m->pending);
-        strv_free(m->pinned);
         config_free(m->config);
         manager_plan_names_drop(m);
         plan_done(&m->plan);

@@ -15,6 +15,7 @@ struct lh_table;
 #include "plan.h"
 #include "publisher.h"
 #include "tuner.h"
+#include "udev-batch.h"
 
 /* The daemon: one Manager owns the event loop, the udev monitor, the drift timer,
  * the signal sources, the configuration in force, the plan of every tuned disk
@@ -29,18 +30,11 @@ struct lh_table;
 typedef struct Manager {
         sd_event *event;
         sd_event_source *sigterm_source, *sigint_source, *sighup_source;
-        sd_event_source *monitor_source;
         KernelQueue *kernel;             /* the kernel's own adds, queued (kernel-queue.c; NULL: not heard) */
-        bool rescan_pending;             /* udev events were lost: list every disk again (hotplug.c) */
-        sd_event_source *batch_source;   /* defer: handles the queued udev events */
+        UdevBatch *udev;                 /* udev's events, queued and handled in chunks (udev-batch.c) */
         HeapTrimmer *trimmer;            /* the heap trimmed once a burst's events stop (heap-trim.c) */
 
         Tuner tuner;                     /* root, paths, udev, topology, IRQs, rebound controllers */
-        struct udev_monitor *monitor;
-        char **pending;                  /* queued "ACTION SYSPATH" from udev, oldest first */
-        size_t batch_handled;            /* events of the current burst handled so far (hotplug.c) */
-        bool batch_changed;              /* a plan changed in the burst: status to write at its end */
-        char **pinned;                   /* syspaths whose queued "add" carries IOTUNED_PROFILE */
         /* NVMe controllers and subsystems whose hidden path disks are looked for again
          * for a while after their uevent, and the poll of the paths' controller
          * states (path-watch.c; NULL until udev is watched). */

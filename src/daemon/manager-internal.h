@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* What the daemon's files share; see manager.h for which file does what. The
- * calls run one way: manager.c -> reload.c, hotplug.c, drift.c -> tuning.c,
- * conflict.c, bans.c, publish.c (tuning.c -> conflict.c). */
+/* What the Manager's own files share; see manager.h for which file does what.
+ * The calls run one way, down the chain manager.c -> reload.c -> hotplug.c ->
+ * kernel-event.c -> tuning.c -> conflict.c (a file may skip links), with
+ * manager.c -> drift.c -> kernel-event.c, tuning.c, conflict.c, load.c beside
+ * it; any of them -> manager-publish.c and the components. A component's file
+ * includes no Manager header and calls none of these files: what it needs of
+ * the Manager comes through the callbacks the Manager gives its _new(). */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,10 +16,16 @@
 #include <time.h>
 
 #include "backoff.h"
+#include "bankeeper.h"
+#include "drift-check.h"
 #include "event-clock.h"
 #include "events.h"
 #include "heap-trim.h"
+#include "kernel-queue.h"
 #include "manager.h"
+#include "path-watch.h"
+#include "publisher.h"
+#include "udev-batch.h"
 #include "util.h"
 
 /* The time of the event being handled (event-clock.h). */

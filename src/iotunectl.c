@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* iotunectl: argv parsing and dispatch only; the work is in src/cli/. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -87,24 +88,83 @@ static void help(void) {
                REPORT_SCHEMA_VERSION, IOTUNED_ETC_DIR, IOTUNED_RUN_DIR, IOTUNED_VENDOR_DIR);
 }
 
-/* One command's help: `iotunectl COMMAND --help` or `iotunectl help COMMAND`. */
-typedef struct VerbHelp {
+/* The commands that check their arguments before cli_*() does the work; the others are
+ * cli_*() itself. Each returns the exit status. `args`: what follows the command, NULL
+ * terminated. */
+static int verb_explain(Cli *cli, char **args) {
+        if (strv_length(args) != 1) {
+                log_error("explain takes exactly one DEVICE, e.g. 'iotunectl explain nvme0n1'.");
+                return EXIT_USAGE;
+        }
+        return cli_explain(cli, args[0]);
+}
+
+static int verb_profiles(Cli *cli, char **args) {
+        size_t nargs = strv_length(args);
+        const char *action = nargs > 0 ? args[0] : "list";
+
+        if (streq(action, "list") && nargs <= 1)
+                return cli_profiles(cli, "list", NULL);
+        if (streq(action, "show") && nargs == 2)
+                return cli_profiles(cli, "show", args[1]);
+        log_error("Usage: iotunectl profiles [list | show NAME]");
+        return EXIT_USAGE;
+}
+
+static int verb_status(Cli *cli, char **args) {
+        if (strv_length(args) != 0) {
+                log_error("status takes no arguments.");
+                return EXIT_USAGE;
+        }
+        return cli_status(cli);
+}
+
+static int verb_tune(Cli *cli, char **args) {
+        if (strv_length(args) == 0) {
+                log_error("tune takes one or more DEVICEs, e.g. 'iotunectl tune nvme0n1': it measures "
+                          "each disk named, never every disk at once.");
+                return EXIT_USAGE;
+        }
+        return cli_tune(cli, args);
+}
+
+static int verb_check_config(Cli *cli, char **args) {
+        size_t nargs = strv_length(args);
+
+        if (cli->as && nargs != 1) {
+                log_error("check-config --as PATH takes one FILE to check as if it were installed at PATH, "
+                          "e.g. 'iotunectl check-config --as /etc/iotuned/iotuned.yaml.d/50-site.yaml "
+                          "new.yaml'.");
+                return EXIT_USAGE;
+        }
+        if (!cli->as && nargs != 0) {
+                log_error("check-config takes no arguments (use --config DIR to check another tree, or "
+                          "--as PATH FILE to check FILE as if it were installed at PATH).");
+                return EXIT_USAGE;
+        }
+        return cli_check_config(cli, cli->as ? args[0] : NULL);
+}
+
+/* One command: what runs it, and its help (`iotunectl COMMAND --help` or
+ * `iotunectl help COMMAND`). */
+typedef struct Verb {
         const char *name;
+        int (*run)(Cli *cli, char **args); /* after cli_init() */
         const char *usage;   /* after "iotunectl [OPTIONS] " */
         const char *text;    /* what it does, exit status */
         const char *options; /* the options that matter to it */
         const char *examples;
-} VerbHelp;
+} Verb;
 
-static const VerbHelp verbs[] = {
-        { "plan", "plan [DEVICE...]",
+static const Verb verbs[] = {
+        { "plan", cli_plan, "plan [DEVICE...]",
           "Show what iotuned would change, per device and knob, and why: a dry run that\n"
           "writes nothing. The default command. Each row names the profile and the\n"
           "current, desired and planned state; --all also lists settings already ok.\n",
           "  --json, --all, --quiet, --root DIR, --config DIR\n",
           "  iotunectl plan\n"
           "  iotunectl plan nvme0n1 --json | jq '.devices[0].settings'\n" },
-        { "apply", "apply [DEVICE...]",
+        { "apply", cli_apply, "apply [DEVICE...]",
           "Apply the plan once: record each original value under /run/iotuned/originals\n"
           "(kept until restore), write what differs, read every value back and print\n"
           "what changed. A disk whose original cannot be recorded is not written.\n"
@@ -113,12 +173,12 @@ static const VerbHelp verbs[] = {
           "  --json, --all, --quiet, --root DIR, --config DIR\n",
           "  iotunectl apply nvme0n1\n"
           "  iotunectl apply && iotunectl verify\n" },
-        { "verify", "verify [DEVICE...]",
+        { "verify", cli_verify, "verify [DEVICE...]",
           "Check every planned value against the kernel, writing nothing.\n"
           "Exit 0: all as desired, 1: drift found, 2: errors.\n",
           "  --json, --all, --quiet, --root DIR, --config DIR\n",
           "  iotunectl verify --quiet || iotunectl verify --json > /var/tmp/iotune.json\n" },
-        { "restore", "restore [DEVICE...]",
+        { "restore", cli_restore, "restore [DEVICE...]",
           "Put the recorded original values back (also after a crash of iotuned or of a\n"
           "previous apply) and forget them; without DEVICE also remove the NVMe\n"
           "queue-count drop-in /etc/modprobe.d/iotuned-nvme.conf. Stop iotuned first, or\n"
@@ -126,7 +186,7 @@ static const VerbHelp verbs[] = {
           "  --json, --all, --quiet, --root DIR\n",
           "  systemctl stop iotuned   # restores already, with restore_on_stop: true\n"
           "  iotunectl restore sda\n" },
-        { "status", "status",
+        { "status", verb_status, "status",
           "What the running iotuned has tuned: each disk's profile and rule, its settings\n"
           "by state (ok, changed, drifted, failed, ...), drifts corrected, conflicts, and\n"
           "irqbalance. Read from /run/iotuned/status.json.\n"
@@ -134,19 +194,19 @@ static const VerbHelp verbs[] = {
           "  --json, --root DIR\n",
           "  iotunectl status\n"
           "  iotunectl status --json | jq '.devices[] | select(.settings[].state == \"drifted\")'\n" },
-        { "explain", "explain DEVICE",
+        { "explain", verb_explain, "explain DEVICE",
           "Why DEVICE gets its profile: every rule in order with whether it matched and\n"
           "why, the resolved profile, and the file:line:column each value comes from.\n",
           "  --json, --root DIR, --config DIR\n",
           "  iotunectl explain nvme0n1\n" },
-        { "profiles", "profiles [list | show NAME]",
+        { "profiles", verb_profiles, "profiles [list | show NAME]",
           "List the profiles and the files they come from, or show one profile with\n"
           "'extends:' resolved and where each value is set.\n"
           "Exit 4: no such profile.\n",
           "  --json, --root DIR, --config DIR\n",
           "  iotunectl profiles\n"
           "  iotunectl profiles show latency\n" },
-        { "check-config", "check-config [--as PATH FILE]",
+        { "check-config", verb_check_config, "check-config [--as PATH FILE]",
           "Validate the configuration (main file, drop-ins, profiles) and print every\n"
           "error as file:line:column. The unit runs it before start and reload.\n"
           "With --as PATH FILE, the configuration is checked as if FILE were installed\n"
@@ -161,7 +221,7 @@ static const VerbHelp verbs[] = {
           "  iotunectl check-config\n"
           "  iotunectl check-config --config ./staging\n"
           "  iotunectl check-config --as /etc/iotuned/profiles/db.yaml ./db.yaml\n" },
-        { "tune", "tune DEVICE... [--knobs LIST] [--rounds N] [--runtime TIME] [--write]",
+        { "tune", verb_tune, "tune DEVICE... [--knobs LIST] [--rounds N] [--runtime TIME] [--write]",
           "Measure what each knob does on this disk and keep what wins. For scheduler,\n"
           "nr_requests, rq_affinity, nomerges and wbt_lat_usec, the profile's value and a\n"
           "small candidate set are set one after the other through the same path as\n"
@@ -199,7 +259,7 @@ static const VerbHelp verbs[] = {
           "  iotunectl tune nvme0n1\n"
           "  iotunectl tune nvme0n1 --knobs scheduler,nr_requests --rounds 7 --plot /tmp/tune\n"
           "  iotunectl tune nvme0n1 --write && systemctl reload iotuned\n" },
-        { "diagnose", "diagnose [DEVICE...] [--interval TIME] [--all]",
+        { "diagnose", cli_diagnose, "diagnose [DEVICE...] [--interval TIME] [--all]",
           "What the files iotuned reads anyway say about each disk, and who else writes\n"
           "its knobs, read-only (nothing is written, no hold is taken). Two samples\n"
           "--interval apart of /sys/block/DISK/stat (and inflight), /proc/interrupts and\n"
@@ -229,14 +289,14 @@ static const VerbHelp verbs[] = {
           "  iotunectl diagnose --json | jq '.devices[].findings[] | select(.severity != \"info\")'\n" },
 };
 
-static const VerbHelp *verb_help_find(const char *name) {
+static const Verb *verb_find(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (streq(verbs[i].name, name))
                         return &verbs[i];
         return NULL;
 }
 
-static void verb_help(const VerbHelp *v) {
+static void verb_help(const Verb *v) {
         printf("Usage: iotunectl [OPTIONS] %s\n\n%s\nOptions for %s:\n%s\nExamples:\n%s\n"
                "All commands and options: iotunectl --help; the manual: man iotunectl\n",
                v->usage, v->text, v->name, v->options, v->examples);
@@ -266,7 +326,61 @@ enum {
         ARG_AS,
 };
 
-int main(int argc, char *argv[]) {
+/* tune's options, checked by cli_tune(), which names the bad one: whether `c` is one. */
+static bool parse_tune_option(int c, const char *arg, TuneArgs *t) {
+        switch (c) {
+        case ARG_KNOBS:
+                t->knobs = arg;
+                break;
+        case ARG_DEPTHS:
+                t->depths = arg;
+                break;
+        case ARG_BLOCK_SIZE:
+                t->block_size = arg;
+                break;
+        case ARG_ROUNDS:
+                t->rounds = arg;
+                break;
+        case ARG_RUNTIME:
+                t->runtime = arg;
+                break;
+        case ARG_WARMUP:
+                t->warmup = arg;
+                break;
+        case ARG_RANGE:
+                t->range = arg;
+                break;
+        case ARG_HIPRI:
+                t->hipri = true;
+                break;
+        case ARG_MIN_EFFECT:
+                t->min_effect = arg;
+                break;
+        case ARG_ALPHA:
+                t->alpha = arg;
+                break;
+        case ARG_BUSY:
+                t->busy = arg;
+                break;
+        case ARG_FORCE:
+                t->force = true;
+                break;
+        case ARG_WRITE:
+                t->write = true;
+                break;
+        case ARG_PLOT:
+                t->plot = arg;
+                break;
+        default:
+                return false;
+        }
+        return true;
+}
+
+/* The options into `cli`; -h/--help sets *want_help (acted on after, as `iotunectl plan --help`
+ * is plan's help). Returns 1 to go on, 0 to exit with EXIT_OK (--version), -EINVAL on a usage
+ * error (logged). */
+static int parse_argv(int argc, char *argv[], Cli *cli, bool *want_help) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
@@ -295,13 +409,8 @@ int main(int argc, char *argv[]) {
                 { "as", required_argument, NULL, ARG_AS },
                 {},
         };
-        Cli cli = { .root = "/" };
-        const char *verb;
-        bool want_help = false;
-        char **args;
-        int c, nargs, ex;
+        int c;
 
-        log_set_program_name("iotunectl");
         /* getopt's own messages would name argv[0] ("build/src/iotunectl: ..."):
          * ours name the program. */
         opterr = 0;
@@ -309,182 +418,118 @@ int main(int argc, char *argv[]) {
         while ((c = getopt_long(argc, argv, ":haqvV", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
-                        /* after the loop: `iotunectl plan --help` is plan's help */
-                        want_help = true;
+                        *want_help = true;
                         break;
                 case 'V':
                         printf("iotunectl %s\n", PACKAGE_VERSION);
-                        return EXIT_OK;
+                        return 0;
                 case ARG_NO_PAGER:
                         break;
                 case ARG_JSON:
-                        cli.json = true;
+                        cli->json = true;
                         break;
                 case 'a':
-                        cli.all = true;
+                        cli->all = true;
                         break;
                 case 'q':
-                        cli.quiet = true;
+                        cli->quiet = true;
                         break;
                 case 'v':
                         log_set_max_level(LOG_DEBUG);
                         break;
                 case ARG_ROOT:
-                        cli.root = optarg;
+                        cli->root = optarg;
                         break;
                 case ARG_CONFIG:
-                        cli.config_dir = optarg;
-                        break;
-                /* tune's options: checked by cli_tune(), which names the bad one */
-                case ARG_KNOBS:
-                        cli.tune.knobs = optarg;
-                        break;
-                case ARG_DEPTHS:
-                        cli.tune.depths = optarg;
-                        break;
-                case ARG_BLOCK_SIZE:
-                        cli.tune.block_size = optarg;
-                        break;
-                case ARG_ROUNDS:
-                        cli.tune.rounds = optarg;
-                        break;
-                case ARG_RUNTIME:
-                        cli.tune.runtime = optarg;
-                        break;
-                case ARG_WARMUP:
-                        cli.tune.warmup = optarg;
-                        break;
-                case ARG_RANGE:
-                        cli.tune.range = optarg;
-                        break;
-                case ARG_HIPRI:
-                        cli.tune.hipri = true;
-                        break;
-                case ARG_MIN_EFFECT:
-                        cli.tune.min_effect = optarg;
-                        break;
-                case ARG_ALPHA:
-                        cli.tune.alpha = optarg;
-                        break;
-                case ARG_BUSY:
-                        cli.tune.busy = optarg;
-                        break;
-                case ARG_FORCE:
-                        cli.tune.force = true;
-                        break;
-                case ARG_WRITE:
-                        cli.tune.write = true;
-                        break;
-                case ARG_PLOT:
-                        cli.tune.plot = optarg;
+                        cli->config_dir = optarg;
                         break;
                 case ARG_INTERVAL:
-                        cli.interval = optarg;
+                        cli->interval = optarg;
                         break;
                 case ARG_AS:
-                        cli.as = optarg;
+                        cli->as = optarg;
                         break;
                 case ':':
                         log_error("Option '%s' needs an argument. Try 'iotunectl --help'.", esc(argv[optind - 1]));
-                        return EXIT_USAGE;
+                        return -EINVAL;
                 default:
+                        if (parse_tune_option(c, optarg, &cli->tune))
+                                break;
                         if (optopt)
                                 log_error("Unknown option '-%c'. Try 'iotunectl --help'.", optopt);
                         else
                                 log_error("Unknown option '%s'. Try 'iotunectl --help'.", esc(argv[optind - 1]));
-                        return EXIT_USAGE;
+                        return -EINVAL;
                 }
+        return 1;
+}
+
+/* `iotunectl --help [COMMAND]`, `iotunectl help [COMMAND]`: NULL for the help of all. */
+static int show_help(const char *verb) {
+        const Verb *v = verb ? verb_find(verb) : NULL;
+
+        if (verb && !v) {
+                log_error("Unknown command '%s'. Try 'iotunectl --help'.", esc(verb));
+                return EXIT_USAGE;
+        }
+        if (v)
+                verb_help(v);
+        else
+                help();
+        return EXIT_OK;
+}
+
+/* The options of one command given with another: -EINVAL (logged), else 0. */
+static int check_verb_options(const Cli *cli, const char *verb) {
+        if (!streq(verb, "tune") && cli_tune_args_given(&cli->tune)) {
+                log_error("The options --knobs, --depths, --block-size, --rounds, --runtime, --warmup, --range, "
+                          "--hipri, --min-effect, --alpha, --busy, --force, --write and --plot belong to 'tune'.");
+                return -EINVAL;
+        }
+        if (!streq(verb, "diagnose") && cli->interval) {
+                log_error("The option --interval belongs to 'diagnose'.");
+                return -EINVAL;
+        }
+        if (!streq(verb, "check-config") && cli->as) {
+                log_error("The option --as belongs to 'check-config'.");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        Cli cli = { .root = "/" };
+        const Verb *v;
+        const char *verb;
+        bool want_help = false;
+        char **args;
+        int r, ex;
+
+        log_set_program_name("iotunectl");
+        r = parse_argv(argc, argv, &cli, &want_help);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_OK;
 
         if (optind < argc && streq(argv[optind], "help")) {
                 /* iotunectl help [COMMAND] */
                 want_help = true;
                 optind++;
         }
-        if (want_help) {
-                const VerbHelp *v = optind < argc ? verb_help_find(argv[optind]) : NULL;
-                if (optind < argc && !v) {
-                        log_error("Unknown command '%s'. Try 'iotunectl --help'.", esc(argv[optind]));
-                        return EXIT_USAGE;
-                }
-                if (v)
-                        verb_help(v);
-                else
-                        help();
-                return EXIT_OK;
-        }
+        if (want_help)
+                return show_help(optind < argc ? argv[optind] : NULL);
 
         verb = optind < argc ? argv[optind] : "plan";
         args = optind < argc ? argv + optind + 1 : argv + argc;
-        nargs = optind < argc ? argc - optind - 1 : 0;
 
-        if (!streq(verb, "tune") && cli_tune_args_given(&cli.tune)) {
-                log_error("The options --knobs, --depths, --block-size, --rounds, --runtime, --warmup, --range, "
-                          "--hipri, --min-effect, --alpha, --busy, --force, --write and --plot belong to 'tune'.");
+        if (check_verb_options(&cli, verb) < 0)
                 return EXIT_USAGE;
-        }
-        if (!streq(verb, "diagnose") && cli.interval) {
-                log_error("The option --interval belongs to 'diagnose'.");
-                return EXIT_USAGE;
-        }
-        if (!streq(verb, "check-config") && cli.as) {
-                log_error("The option --as belongs to 'check-config'.");
-                return EXIT_USAGE;
-        }
         if (cli_init(&cli) < 0)
                 return EXIT_FAILED;
 
-        if (streq(verb, "plan"))
-                ex = cli_plan(&cli, args);
-        else if (streq(verb, "apply"))
-                ex = cli_apply(&cli, args);
-        else if (streq(verb, "verify"))
-                ex = cli_verify(&cli, args);
-        else if (streq(verb, "restore"))
-                ex = cli_restore(&cli, args);
-        else if (streq(verb, "explain")) {
-                if (nargs != 1) {
-                        log_error("explain takes exactly one DEVICE, e.g. 'iotunectl explain nvme0n1'.");
-                        ex = EXIT_USAGE;
-                } else
-                        ex = cli_explain(&cli, args[0]);
-        } else if (streq(verb, "profiles")) {
-                const char *action = nargs > 0 ? args[0] : "list";
-                if (streq(action, "list") && nargs <= 1)
-                        ex = cli_profiles(&cli, "list", NULL);
-                else if (streq(action, "show") && nargs == 2)
-                        ex = cli_profiles(&cli, "show", args[1]);
-                else {
-                        log_error("Usage: iotunectl profiles [list | show NAME]");
-                        ex = EXIT_USAGE;
-                }
-        } else if (streq(verb, "status")) {
-                if (nargs != 0) {
-                        log_error("status takes no arguments.");
-                        ex = EXIT_USAGE;
-                } else
-                        ex = cli_status(&cli);
-        } else if (streq(verb, "tune")) {
-                if (nargs == 0) {
-                        log_error("tune takes one or more DEVICEs, e.g. 'iotunectl tune nvme0n1': it measures "
-                                  "each disk named, never every disk at once.");
-                        ex = EXIT_USAGE;
-                } else
-                        ex = cli_tune(&cli, args);
-        } else if (streq(verb, "diagnose"))
-                ex = cli_diagnose(&cli, args);
-        else if (streq(verb, "check-config")) {
-                if (cli.as && nargs != 1) {
-                        log_error("check-config --as PATH takes one FILE to check as if it were installed at PATH, "
-                                  "e.g. 'iotunectl check-config --as /etc/iotuned/iotuned.yaml.d/50-site.yaml "
-                                  "new.yaml'.");
-                        ex = EXIT_USAGE;
-                } else if (!cli.as && nargs != 0) {
-                        log_error("check-config takes no arguments (use --config DIR to check another tree, or "
-                                  "--as PATH FILE to check FILE as if it were installed at PATH).");
-                        ex = EXIT_USAGE;
-                } else
-                        ex = cli_check_config(&cli, cli.as ? args[0] : NULL);
-        } else {
+        v = verb_find(verb);
+        if (v)
+                ex = v->run(&cli, args);
+        else {
                 log_error("Unknown command '%s'. Try 'iotunectl --help'.", esc(verb));
                 ex = EXIT_USAGE;
         }

@@ -19,21 +19,45 @@ VM_DEVICES=(
 FLEET=/run/iotvm-fleet
 deb() { ls /mnt/iotvm/files/iotuned_*.deb; }
 main_pid() { systemctl show -P MainPID iotuned.service; }
+ms_since() { echo $((($(_iotvm_us) - $1) / 1000)); }
 
 # Run the test playbook with the variables in $FLEET/vars.yml plus ARGS; the
 # output goes to $FLEET/out (also printed, indented) and the exit status is
 # the playbook's.
 play() { # ARGS...
-	local rc=0
+	local rc=0 t0
 	# Pipelining and a named interpreter: no module copied to a temporary
 	# file and no interpreter discovery, seconds of each run under TCG.
+	# ansible-core's junit callback times each task (play_times).
+	rm -rf "$FLEET/junit"
+	t0=$(_iotvm_us)
 	ANSIBLE_ROLES_PATH=$FLEET/ansible/roles ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
 		ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_INVENTORY_UNPARSED_WARNING=0 ANSIBLE_PIPELINING=1 \
+		ANSIBLE_CALLBACKS_ENABLED=junit JUNIT_OUTPUT_DIR=$FLEET/junit JUNIT_HIDE_TASK_ARGUMENTS=1 \
 		ansible-playbook -i localhost, -c local -e ansible_python_interpreter=/usr/bin/python3 \
 		-e "@$FLEET/vars.yml" "$@" "$FLEET/site.yml" \
 		>"$FLEET/out" 2>&1 || rc=$?
 	sed 's/^/    | /' "$FLEET/out" | grep -v '^    | *$' | tail -n 40
+	play_times "$(ms_since "$t0")"
 	return "$rc"
+}
+
+# Where a play's time went: the whole run and its slowest tasks, from the
+# junit callback's report (what the tasks took; the rest is ansible-playbook's
+# own start and the play's set-up).
+play_times() { # WALL_MS
+	"$IOTVM_PY" - "$1" "$FLEET"/junit/*.xml <<-'PY'
+		import sys
+		import xml.etree.ElementTree as ET
+		wall = int(sys.argv[1]) / 1000
+		cases = []
+		for f in sys.argv[2:]:
+		    for c in ET.parse(f).iter("testcase"):
+		        cases.append((float(c.get("time") or 0), c.get("name", "?").split("] ", 1)[-1]))
+		tasks = sum(t for t, _ in cases)
+		slow = ", ".join(f"{n} {t:.1f} s" for t, n in sorted(cases, reverse=True)[:4])
+		print(f"    play: {wall:.1f} s, of which {len(cases)} tasks {tasks:.1f} s (slowest: {slow})")
+	PY
 }
 
 # The recap's count for localhost: recap changed|failed|ok
@@ -208,6 +232,8 @@ check_autopkgtest_against_the_installed_package() {
 	autopkgtest --output-dir "$FLEET/autopkgtest" /mnt/iotvm/files/iotuned_*.dsc "$(deb)" -- null \
 		>"$FLEET/autopkgtest.log" 2>&1 || rc=$?
 	sed 's/^/    | /' "$FLEET/autopkgtest.log" | tail -n 30
+	# Its steps, each with the time it started.
+	grep -a 'autopkgtest \[[0-9:]*\]: ' "$FLEET/autopkgtest/log" | sed 's/^/    : /' || :
 	assert_eq 0 "$rc" "autopkgtest's exit status (0: every test passed; 2: one was skipped)"
 	grep -qE "^service +PASS" "$FLEET/autopkgtest/summary" || fail "autopkgtest summary: no 'service PASS'"
 	grep -qE "^reload-keeps-config +PASS" "$FLEET/autopkgtest/summary" || fail "autopkgtest summary: no 'reload-keeps-config PASS'"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Hotplug: the udev monitor ("udev", after the rules ran) queues add, change and
- * remove events of disks, NVMe controllers and NVMe subsystems; once the loop is
- * idle the queued batch is handled, a later event of a device superseding an
- * earlier one.
+/* Hotplug: udev's add, change and remove events of disks, NVMe controllers and
+ * NVMe subsystems, as the Manager's UdevBatch (udev-batch.c: the monitor, after
+ * the rules ran) hands them on once the loop is idle, a later event of a device
+ * superseding an earlier one.
  *
  * NVMe native multipath: the tunable queues are the hidden path disks
  * (nvmeXcYnZ), which send no uevent at all (GENHD_FL_HIDDEN: block/genhd.c
@@ -15,43 +15,17 @@
  * controller that (re)connected, are tuned; paths that vanished are reported
  * lost, which is not a failure. The namespace scan that creates the paths runs
  * from a work queue after "connected", so the controller or subsystem is
- * watched (listed again) for a while after its event. */
+ * watched (listed again) for a while after its event: the Manager's PathWatch
+ * (path-watch.c) times that, and asks here for the listing. */
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fileio.h"
 #include "log.h"
 #include "manager-internal.h"
-#include "timing.h"
 #include "util.h"
-
-/* udev may queue a burst (hundreds of disks at boot, a JBOF hot-add): a large
- * receive buffer keeps the kernel from dropping events while we work. */
-#define MONITOR_RCVBUF (128 * 1024 * 1024)
-
-/* "nvme1" (a controller), "nvme-subsys1" (a subsystem), or neither. */
-static bool is_ctrl_name(const char *name) {
-        assert(name);
-
-        if (!str_startswith(name, "nvme"))
-                return false;
-        size_t n = strspn(name + 4, "0123456789");
-        return n > 0 && name[4 + n] == 0;
-}
-
-static bool is_subsys_name(const char *name) {
-        assert(name);
-
-        if (!str_startswith(name, "nvme-subsys"))
-                return false;
-        size_t n = strspn(name + 11, "0123456789");
-        return n > 0 && name[11 + n] == 0;
-}
 
 /* Is the planned path still the disk we tuned? A path disk of the same name may
  * have been deleted and added again between two looks: its diskseq differs. */
@@ -141,69 +115,6 @@ static bool rescan_paths(Manager *m, const char *syspath, bool all) {
         return forget_lost_paths(m, "its disk is gone") || changed;
 }
 
-static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata);
-
-/* A controller whose namespaces are plain disks (nvmeXnY right below it) is not
- * part of a multipath subsystem: its disks announce themselves, nothing to watch
- * for. */
-static bool ctrl_has_plain_disk(const char *syspath) {
-        struct dirent *de;
-        bool found = false;
-        DIR *d;
-
-        assert(syspath);
-
-        if (!is_ctrl_name(strrchr(syspath, '/') ? strrchr(syspath, '/') + 1 : syspath))
-                return false;
-        d = opendir(syspath);
-        if (!d)
-                return false;
-        while (!found && (de = readdir(d))) {
-                size_t a, b;
-                if (!str_startswith(de->d_name, "nvme"))
-                        continue;
-                a = strspn(de->d_name + 4, "0123456789");
-                if (a == 0 || de->d_name[4 + a] != 'n')
-                        continue;
-                b = strspn(de->d_name + 5 + a, "0123456789");
-                found = b > 0 && de->d_name[5 + a + b] == 0;
-        }
-        closedir(d);
-        return found;
-}
-
-/* Why there is nothing (more) to wait for below a watched controller or
- * subsystem, or NULL: it is gone, or it has (every controller of the subsystem
- * has) a plain disk, a namespace without native multipath, which has no hidden
- * paths. Without this, every hot-added plain controller's subsystem was polled
- * for PATH_WATCH_FOR_USEC, ~110 wake-ups for nothing. */
-static const char *path_watch_done(const char *syspath) {
-        const char *name = strrchr(syspath, '/') ? strrchr(syspath, '/') + 1 : syspath;
-        struct dirent *de;
-        size_t ctrls = 0, plain = 0;
-        DIR *d;
-
-        if (access(syspath, F_OK) < 0 && errno == ENOENT)
-                return "it is gone";
-        if (is_ctrl_name(name))
-                return ctrl_has_plain_disk(syspath) ? "its disk is a plain one, no paths" : NULL;
-        d = opendir(syspath);
-        if (!d)
-                return NULL;
-        /* A subsystem links each of its controllers by name. */
-        while ((de = readdir(d))) {
-                _cleanup_free_ char *c = NULL;
-                if (!is_ctrl_name(de->d_name))
-                        continue;
-                ctrls++;
-                c = path_join(syspath, de->d_name);
-                if (c && ctrl_has_plain_disk(c))
-                        plain++;
-        }
-        closedir(d);
-        return ctrls > 0 && plain == ctrls ? "every controller's disks are plain ones, no paths" : NULL;
-}
-
 /* Read the controller state of every planned path again; a path whose controller
  * is no longer live is lost for now (reported at info: the fabric reconnects it,
  * and its "connected" event has it tuned again). True when a state changed. */
@@ -235,73 +146,26 @@ static bool refresh_path_states(Manager *m) {
         return changed;
 }
 
-/* Keep listing the paths below `syspath` for PATH_WATCH_FOR_USEC from now. */
-static void path_watch(Manager *m, const char *syspath) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        ssize_t i = -1;
-        size_t n;
-        int r;
-
-        assert(m);
-        assert(syspath);
-
-        n = strv_length(m->path_watch);
-        for (size_t k = 0; k < n; k++)
-                if (streq(m->path_watch[k], syspath))
-                        i = (ssize_t) k;
-        if (i < 0) {
-                uint64_t *since = realloc(m->path_watch_since, (n + 1) * sizeof(uint64_t));
-                if (!since) {
-                        log_oom();
-                        return;
-                }
-                m->path_watch_since = since;
-                if (strv_extend(&m->path_watch, syspath) < 0) {
-                        log_oom();
-                        return;
-                }
-                i = (ssize_t) n;
-        }
-        m->path_watch_since[i] = now;
-        if (!m->path_watch_source) {
-                r = sd_event_add_time(m->event, &m->path_watch_source, CLOCK_MONOTONIC, now + PATH_WATCH_FAST_USEC,
-                                      0, on_path_watch, m);
-                if (r < 0) {
-                        log_warning_errno(r, "Cannot watch NVMe paths for a while: %m");
-                        return;
-                }
-                (void) sd_event_source_set_description(m->path_watch_source, "nvme-path-watch");
-        } else {
-                (void) sd_event_source_set_time(m->path_watch_source, now + PATH_WATCH_FAST_USEC);
-                (void) sd_event_source_set_enabled(m->path_watch_source, SD_EVENT_ONESHOT);
-        }
-}
-
-static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
+/* The path watch (path-watch.c) lists a watched controller or subsystem again:
+ * as for udev's events, a path removed meanwhile is not a failure. */
+static void on_path_watch_begin(void *userdata) {
         Manager *m = userdata;
-        uint64_t now = now_usec(CLOCK_MONOTONIC), next = UINT64_MAX;
-        bool changed = false;
-        size_t j = 0;
 
         assert(m);
 
         tuner_refresh_irqs(&m->tuner);
-        m->in_batch = true; /* as for udev's events: a path removed meanwhile is not a failure */
-        for (size_t i = 0; m->path_watch && m->path_watch[i]; i++) {
-                uint64_t age = now - m->path_watch_since[i];
-                const char *done = age >= PATH_WATCH_FOR_USEC ? "time is up" : path_watch_done(m->path_watch[i]);
-                if (done) {
-                        log_debug("Path watch of %s ends: %s.", m->path_watch[i], done);
-                        free(m->path_watch[i]);
-                        continue;
-                }
-                changed = rescan_paths(m, m->path_watch[i], false) || changed;
-                next = MIN(next, age < PATH_WATCH_FAST_FOR_USEC ? PATH_WATCH_FAST_USEC : PATH_WATCH_SLOW_USEC);
-                m->path_watch_since[j] = m->path_watch_since[i];
-                m->path_watch[j++] = m->path_watch[i];
-        }
-        if (m->path_watch)
-                m->path_watch[j] = NULL;
+        m->in_batch = true;
+}
+
+static bool on_path_watch_rescan(void *userdata, const char *syspath) {
+        return rescan_paths(userdata, syspath, false);
+}
+
+static void on_path_watch_end(void *userdata, bool changed) {
+        Manager *m = userdata;
+
+        assert(m);
+
         m->in_batch = false;
         changed = refresh_path_states(m) || changed;
         if (changed) {
@@ -309,31 +173,31 @@ static int on_path_watch(sd_event_source *s, uint64_t usec, void *userdata) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
-        /* Polled while a path is planned; a path planned later (a reload, a rescan)
-         * arms it again (manager_arm_path_poll). Without paths, no wake-up. */
-        for (size_t i = 0; i < m->plan.n && next > PATH_STATE_POLL_USEC; i++)
-                if (m->plan.devices[i]->device->multipath_head_name)
-                        next = PATH_STATE_POLL_USEC;
-        if (next != UINT64_MAX) {
-                (void) sd_event_source_set_time(s, now + next);
-                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        }
-        return 0;
 }
 
-void manager_arm_path_poll(Manager *m) {
-        int enabled = SD_EVENT_OFF;
-        bool any = false;
+static bool paths_planned(void *userdata) {
+        Manager *m = userdata;
 
         assert(m);
 
-        for (size_t i = 0; i < m->plan.n && !any; i++)
-                any = m->plan.devices[i]->device->multipath_head_name;
-        if (!any || !m->path_watch_source || sd_event_source_get_enabled(m->path_watch_source, &enabled) < 0 ||
-            enabled != SD_EVENT_OFF)
-                return;
-        (void) sd_event_source_set_time(m->path_watch_source, now_usec(CLOCK_MONOTONIC) + PATH_STATE_POLL_USEC);
-        (void) sd_event_source_set_enabled(m->path_watch_source, SD_EVENT_ONESHOT);
+        for (size_t i = 0; i < m->plan.n; i++)
+                if (m->plan.devices[i]->device->multipath_head_name)
+                        return true;
+        return false;
+}
+
+static const PathWatchOps path_watch_ops = {
+        .begin = on_path_watch_begin,
+        .rescan = on_path_watch_rescan,
+        .end = on_path_watch_end,
+        .paths_planned = paths_planned,
+};
+
+void manager_arm_path_poll(Manager *m) {
+        assert(m);
+
+        if (m->paths)
+                path_watch_arm_poll(m->paths);
 }
 
 /* An event of an NVMe controller or subsystem (`name` is the last part of its
@@ -349,14 +213,14 @@ static bool on_nvme_event(Manager *m, const char *action, const char *syspath, c
         if (streq(action, "remove")) {
                 /* A deleted controller takes its path disks with it, silently. */
                 _cleanup_free_ char *why = NULL;
-                if (asprintf_safe(&why, "%s %s removed", is_ctrl_name(name) ? "controller" : "subsystem", name) < 0)
+                if (asprintf_safe(&why, "%s %s removed", nvme_name_is_ctrl(name) ? "controller" : "subsystem", name) < 0)
                         return log_oom(), false;
                 return forget_lost_paths(m, why);
         }
         /* "change" of a controller: NVME_EVENT=connected (a (re)connect, with its
          * queues set up anew), rediscover, or an AEN; re-tune every path of it. */
-        changed = rescan_paths(m, syspath, streq(action, "change") && is_ctrl_name(name));
-        path_watch(m, syspath);
+        changed = rescan_paths(m, syspath, streq(action, "change") && nvme_name_is_ctrl(name));
+        path_watch_add(m->paths, syspath);
         return changed;
 }
 
@@ -403,212 +267,120 @@ static bool rescan(Manager *m) {
         return changed;
 }
 
-/* Events handled per dispatch: between two chunks the loop drains the monitors'
- * sockets (a burst of hundreds of disks must not overflow them), and irqbalance,
- * status.json and STATUS= are brought up to date once the queue is empty. */
-#define UDEV_CHUNK 64
-
-static int on_batch(sd_event_source *s, void *userdata) {
+/* A chunk of udev's events begins (udev-batch.c). */
+static void on_udev_begin(void *userdata) {
         Manager *m = userdata;
-        size_t n = strv_length(m->pending), k = MIN(n, (size_t) UDEV_CHUNK);
-        _cleanup_strv_free_ char **batch = calloc(k + 1, sizeof(char *));
-        DiscoveryFilter f = tuner_discovery_filter(m->config);
-        bool changed = m->batch_changed;
 
         assert(m);
 
-        if (!batch)
-                return log_oom();
-        memcpy(batch, m->pending, k * sizeof(char *));
-        if (n > k)
-                memmove(m->pending, m->pending + k, (n - k + 1) * sizeof(char *)); /* with the NULL */
-        else {
-                free(m->pending); /* its entries are the chunk's now */
-                m->pending = NULL;
-        }
-        m->batch_handled += k;
-        (void) sd_event_source_set_enabled(m->batch_source, m->pending ? SD_EVENT_ONESHOT : SD_EVENT_OFF);
-        timing_begin(0, "udev batch");
         tuner_refresh_irqs(&m->tuner);
         m->in_batch = true;
-        if (m->rescan_pending) {
-                m->rescan_pending = false;
-                changed = rescan(m);
-        }
-        for (char **e = batch; e && *e; e++) {
-                char *syspath = strchr(*e, ' ') + 1;
-                const char *action = *e, *name;
-                Device *d = NULL;
-                int r;
+}
 
-                syspath[-1] = 0;
-                /* A later event for the same device (this chunk, or one still queued)
-                 * supersedes this one. */
-                bool superseded = false;
-                for (char **l = e + 1; *l && !superseded; l++)
-                        superseded = streq(strchr(*l, ' ') + 1, syspath);
-                for (char **l = m->pending; l && *l && !superseded; l++)
-                        superseded = streq(strchr(*l, ' ') + 1, syspath);
-                if (superseded)
-                        continue;
+static bool on_udev_rescan(void *userdata) {
+        return rescan(userdata);
+}
 
-                name = strrchr(syspath, '/') + 1;
-                if (is_ctrl_name(name) || is_subsys_name(name)) {
-                        changed = on_nvme_event(m, action, syspath, name) || changed;
-                        continue;
-                }
-                if (streq(action, "remove")) {
-                        ssize_t idx = manager_plan_index(m, name);
-                        /* A disk tuned at the kernel's event whose queue is there now is a
-                         * new one under the old name: this "remove" is the old disk's. */
-                        if (idx >= 0 && m->plan.devices[idx]->early_usec &&
-                            !device_vanished(m->plan.devices[idx]->device))
-                                continue;
-                        manager_forget_device(m, name);
-                        changed = true;
-                        continue;
-                }
-                if (!device_name_wanted(name, &f))
-                        continue;
-                ssize_t idx = streq(action, "add") ? manager_plan_index(m, name) : -1;
-                if (idx >= 0) {
-                        r = manager_verify_early(m, idx);
-                        if (r == -ENOMEM)
-                                log_oom();
-                        if (r != 0) {
-                                changed = true;
-                                continue;
-                        }
-                }
-                r = tuner_probe(&m->tuner, syspath, &d);
-                if (r == -ENODEV)
-                        continue; /* gone again already, or not a disk to tune */
-                if (r >= 0 && d->multipath_head && !streq(action, "remove")) {
-                        /* A head is announced when its first path goes live; that path,
-                         * and any other already there, sent nothing: list them below the
-                         * subsystem (the head's parent). */
-                        _cleanup_free_ char *subsys = strndup(syspath, name - 1 - syspath);
-                        if (subsys)
-                                path_watch(m, subsys);
-                        if (subsys && rescan_paths(m, subsys, false))
-                                changed = true;
-                }
-                if (r >= 0) {
-                        /* A udev rule that runs on "change" rewrote knobs just before (tuning.c) */
-                        m->udev_action = action;
-                        r = manager_tune_device(m, d);
-                        m->udev_action = NULL;
-                }
-                manager_keepalive(m);
-                if (r < 0 && access(syspath, F_OK) < 0 && errno == ENOENT)
-                        log_debug_errno(r, "Cannot tune %s, which was removed meanwhile: %m", name);
-                else if (r < 0)
-                        log_error_errno(r, "Cannot tune %s: %m", name);
-                changed = true;
+/* One udev event of a disk, an NVMe controller or an NVMe subsystem. True when a
+ * plan changed. */
+static bool on_udev_event(void *userdata, const char *action, const char *syspath) {
+        Manager *m = userdata;
+        DiscoveryFilter f = tuner_discovery_filter(m->config);
+        const char *name = strrchr(syspath, '/') + 1;
+        Device *d = NULL;
+        int r;
+
+        assert(m);
+
+        if (nvme_name_is_ctrl(name) || nvme_name_is_subsys(name))
+                return on_nvme_event(m, action, syspath, name);
+        if (streq(action, "remove")) {
+                ssize_t idx = manager_plan_index(m, name);
+                /* A disk tuned at the kernel's event whose queue is there now is a
+                 * new one under the old name: this "remove" is the old disk's. */
+                if (idx >= 0 && m->plan.devices[idx]->early_usec && !device_vanished(m->plan.devices[idx]->device))
+                        return false;
+                manager_forget_device(m, name);
+                return true;
         }
+        if (!device_name_wanted(name, &f))
+                return false;
+        ssize_t idx = streq(action, "add") ? manager_plan_index(m, name) : -1;
+        if (idx >= 0) {
+                r = manager_verify_early(m, idx);
+                if (r == -ENOMEM)
+                        log_oom();
+                if (r != 0)
+                        return true;
+        }
+        r = tuner_probe(&m->tuner, syspath, &d);
+        if (r == -ENODEV)
+                return false; /* gone again already, or not a disk to tune */
+        if (r >= 0 && d->multipath_head && !streq(action, "remove")) {
+                /* A head is announced when its first path goes live; that path,
+                 * and any other already there, sent nothing: list them below the
+                 * subsystem (the head's parent). */
+                _cleanup_free_ char *subsys = strndup(syspath, name - 1 - syspath);
+                if (subsys) {
+                        path_watch_add(m->paths, subsys);
+                        (void) rescan_paths(m, subsys, false); /* a change: so is the head's own */
+                }
+        }
+        if (r >= 0) {
+                /* A udev rule that runs on "change" rewrote knobs just before (tuning.c) */
+                m->udev_action = action;
+                r = manager_tune_device(m, d);
+                m->udev_action = NULL;
+        }
+        manager_keepalive(m);
+        if (r < 0 && access(syspath, F_OK) < 0 && errno == ENOENT)
+                log_debug_errno(r, "Cannot tune %s, which was removed meanwhile: %m", name);
+        else if (r < 0)
+                log_error_errno(r, "Cannot tune %s: %m", name);
+        return true;
+}
+
+static void on_udev_end(void *userdata) {
+        Manager *m = userdata;
+
+        assert(m);
+
         m->in_batch = false;
-        if (m->pending) {
-                m->batch_changed = changed;
-                timing_end_log();
-                return 0;
-        }
+}
+
+/* The queue is empty: irqbalance, status.json and STATUS= brought up to date. */
+static void on_udev_drained(void *userdata, bool changed, size_t handled) {
+        Manager *m = userdata;
+
+        assert(m);
+
         manager_sync_irqbalance(m);
         if (changed) {
                 manager_write_status(m);
                 manager_notify_status(m, NULL);
         }
-        heap_trimmer_later(m->trimmer, m->batch_handled);
-        m->pinned = strv_free(m->pinned);
-        m->batch_changed = false;
-        m->batch_handled = 0;
-        timing_end_log();
-        return 0;
+        heap_trimmer_later(m->trimmer, handled);
 }
 
-static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Manager *m = userdata;
-        struct udev_device *u;
-
-        assert(m);
-
-        /* Drain everything that is queued; the batch runs once the loop is idle. */
-        while ((u = udev_monitor_receive_device(m->monitor))) {
-                const char *action = udev_device_get_action(u), *devtype = udev_device_get_devtype(u);
-                char *entry = NULL;
-
-                const char *sub = udev_device_get_subsystem(u);
-                bool wanted = (devtype && streq(devtype, "disk")) ||
-                              (sub && (streq(sub, "nvme") || streq(sub, "nvme-subsystem")));
-
-                /* A profile pinned by a udev rule: the disk is planned afresh at its
-                 * "add", not only verified (manager_verify_early). */
-                if (action && wanted && streq(action, "add") && udev_device_get_property_value(u, "IOTUNED_PROFILE") &&
-                    strv_extend(&m->pinned, udev_device_get_syspath(u)) < 0)
-                        log_oom();
-                if (action && wanted && (streq(action, "add") || streq(action, "change") || streq(action, "remove")) &&
-                    asprintf_safe(&entry, "%s %s", action, udev_device_get_syspath(u)) >= 0 &&
-                    strv_push(&m->pending, entry) < 0)
-                        log_oom();
-                udev_device_unref(u);
-        }
-        if (errno == ENOBUFS) {
-                /* The kernel dropped messages: the receive buffer overflowed in a burst. */
-                log_warning("udev events were lost (the monitor's receive buffer overflowed); listing every disk "
-                            "again.");
-                m->rescan_pending = true;
-        }
-        if (m->pending || m->rescan_pending)
-                (void) sd_event_source_set_enabled(m->batch_source, SD_EVENT_ONESHOT);
-        return 0;
-}
+static const UdevBatchOps udev_batch_ops = {
+        .begin = on_udev_begin,
+        .rescan = on_udev_rescan,
+        .event = on_udev_event,
+        .end = on_udev_end,
+        .drained = on_udev_drained,
+};
 
 int manager_watch_udev(Manager *m) {
         int r;
 
         assert(m);
 
-        /* "udev", not "kernel": udev rules have run when we see the event, so our
-         * values are written after theirs. */
-        m->monitor = udev_monitor_new_from_netlink(m->tuner.udev, "udev");
-        if (!m->monitor)
-                return -ENOMEM;
-        r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "block", "disk");
+        r = udev_batch_new(m->event, m->tuner.udev, &udev_batch_ops, m, &m->udev);
         if (r < 0)
                 return r;
-        /* NVMe controllers and subsystems: the only announcements of hidden
-         * multipath paths (see the top of this file). */
-        r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "nvme", NULL);
-        if (r < 0)
-                return r;
-        r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "nvme-subsystem", NULL);
-        if (r < 0)
-                return r;
-        /* libudev uses SO_RCVBUFFORCE, which needs CAP_NET_ADMIN; the unit keeps only
-         * CAP_SYS_ADMIN, so fall back to SO_RCVBUF, which the kernel caps at
-         * net.core.rmem_max. Bursts are drained as fast as they arrive either way. */
-        if (udev_monitor_set_receive_buffer_size(m->monitor, MONITOR_RCVBUF) < 0) {
-                int size = MONITOR_RCVBUF;
-                if (setsockopt(udev_monitor_get_fd(m->monitor), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) < 0)
-                        log_debug_errno(errno, "Cannot enlarge the udev monitor's receive buffer: %m");
-        }
-        r = udev_monitor_enable_receiving(m->monitor);
-        if (r < 0)
-                return r;
-        r = sd_event_add_io(m->event, &m->monitor_source, udev_monitor_get_fd(m->monitor), EPOLLIN, on_monitor, m);
-        if (r < 0)
-                return r;
-        (void) sd_event_source_set_description(m->monitor_source, "udev-monitor");
-        /* Drained before any handling (see kernel-event.c): a socket left full drops events. */
-        (void) sd_event_source_set_priority(m->monitor_source, SD_EVENT_PRIORITY_IMPORTANT);
         /* Paths tuned at start: their states are polled from the first check on. */
-        r = sd_event_add_time(m->event, &m->path_watch_source, CLOCK_MONOTONIC,
-                              now_usec(CLOCK_MONOTONIC) + PATH_STATE_POLL_USEC, 0, on_path_watch, m);
+        r = path_watch_new(m->event, &path_watch_ops, m, &m->paths);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(m->path_watch_source, "nvme-path-watch");
-        r = sd_event_add_defer(m->event, &m->batch_source, on_batch, m);
-        if (r < 0)
-                return r;
-        (void) sd_event_source_set_description(m->batch_source, "udev-batch");
-        return sd_event_source_set_enabled(m->batch_source, SD_EVENT_OFF);
+        return path_watch_start(m->paths);
 }

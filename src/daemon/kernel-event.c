@@ -18,13 +18,14 @@
  * identity udev supplies), a name still planned for another disk (its udev
  * "remove" has not been handled yet), a held disk, a multipath head: all wait
  * for udev. A disk whose udev event never comes is tuned fully by the drift
- * check once EARLY_WAIT_USEC old (drift.c). */
+ * check once EARLY_WAIT_USEC old (drift.c).
+ *
+ * The kernel's events are heard and queued by the Manager's KernelQueue
+ * (kernel-queue.c), which hands them here a chunk at a time. */
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
 
 #include "events.h"
 #include "fileio.h"
@@ -33,8 +34,6 @@
 #include "manager-internal.h"
 #include "timing.h"
 #include "util.h"
-
-#define KERNEL_MONITOR_RCVBUF (128 * 1024 * 1024)
 
 bool manager_early_allowed(const Manager *m, const Device *d) {
         assert(m);
@@ -136,7 +135,7 @@ int manager_verify_early(Manager *m, size_t i) {
         /* Still the disk planned at the kernel's event, and no profile pinned by udev
          * (seen in udev's event itself: hotplug.c). */
         timing_enter(TIMING_PROBE_UDEV);
-        replan = strv_contains(m->pinned, p->device->syspath) ||
+        replan = (m->udev && udev_batch_pinned(m->udev, p->device->syspath)) ||
                  (read_attr_at(p->device->syspath, "diskseq", &seq) >= 0 &&
                   !streq_ptr(strstrip(seq), p->device->diskseq));
         timing_leave();
@@ -228,19 +227,13 @@ int manager_early_overdue(Manager *m, size_t i, uint64_t now) {
         return 1;
 }
 
-/* The queued adds, KERNEL_CHUNK at a time: between two chunks the loop drains
- * both monitors' sockets, so that a burst of hundreds of disks does not
- * overflow udev's while the kernel's are handled. */
-#define KERNEL_CHUNK 16
-
-static int on_kernel_batch(sd_event_source *s, void *userdata) {
+/* A chunk of the kernel's adds (kernel-queue.c), under one originals lock, not one
+ * per disk (a restore waits at most a chunk). */
+static void on_kernel_adds(void *userdata, struct udev_device **devices, size_t n) {
         Manager *m = userdata;
-        size_t n = m->n_kernel_pending, k = MIN(n, (size_t) KERNEL_CHUNK);
 
         assert(m);
 
-        timing_begin(0, "kernel add");
-        /* One lock for the chunk, not one per disk (a restore waits at most a chunk). */
         _cleanup_close_ int lock = -1;
         timing_enter(TIMING_RECORD);
         bool locked = originals_lock(m->tuner.originals_dir, &lock) >= 0;
@@ -251,10 +244,10 @@ static int on_kernel_batch(sd_event_source *s, void *userdata) {
          * with 1024 null_blk disks) than a new disk's queue writes take; a start or
          * reload, where scheduler switches of settled disks dominate, is where
          * they pay. */
-        for (size_t i = 0; i < k; i++) {
+        for (size_t i = 0; i < n; i++) {
                 int targets[_KNOB_MAX];
-                DevicePlan *p = plan_early(m, m->kernel_pending[i], targets);
-                m->kernel_pending[i] = udev_device_unref(m->kernel_pending[i]);
+                DevicePlan *p = plan_early(m, devices[i], targets);
+                devices[i] = udev_device_unref(devices[i]);
                 if (p) {
                         ReconcileOptions o = tuner_options(&m->tuner, RECONCILE_APPLY, targets, false);
                         o.scopes = 1u << KNOB_SCOPE_QUEUE;
@@ -263,93 +256,23 @@ static int on_kernel_batch(sd_event_source *s, void *userdata) {
                 }
                 manager_keepalive(m);
         }
-        memmove(m->kernel_pending, m->kernel_pending + k, (n - k) * sizeof(struct udev_device *));
-        m->n_kernel_pending -= k;
-        m->kernel_handled += k;
-        if (n == k) {
-                free(m->kernel_pending);
-                m->kernel_pending = NULL;
-                m->kernel_pending_alloc = 0;
-                heap_trimmer_later(m->trimmer, m->kernel_handled);
-                m->kernel_handled = 0;
-        } else
-                /* Dispatched once (ONESHOT): the next chunk, after the loop has drained
-                 * the sockets, whether or not another kernel event comes to ask. */
-                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        timing_end_log();
-        return 0;
 }
 
-static int queue_kernel_add(Manager *m, struct udev_device *u) {
-        if (m->n_kernel_pending == m->kernel_pending_alloc) {
-                size_t a = MAX(m->kernel_pending_alloc * 2, (size_t) KERNEL_CHUNK);
-                struct udev_device **q = reallocarray(m->kernel_pending, a, sizeof(struct udev_device *));
-                if (!q)
-                        return -ENOMEM;
-                m->kernel_pending = q;
-                m->kernel_pending_alloc = a;
-        }
-        m->kernel_pending[m->n_kernel_pending++] = u;
-        return 0;
-}
-
-static int on_kernel_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static void on_kernel_drained(void *userdata, size_t handled) {
         Manager *m = userdata;
-        struct udev_device *u;
 
         assert(m);
 
-        while ((u = udev_monitor_receive_device(m->kernel_monitor))) {
-                const char *action = udev_device_get_action(u), *devtype = udev_device_get_devtype(u),
-                           *sub = udev_device_get_subsystem(u), *name = udev_device_get_sysname(u);
-
-                if (action && streq(action, "add") && sub && streq(sub, "block") && devtype && streq(devtype, "disk") &&
-                    name && *name) {
-                        if (queue_kernel_add(m, u) >= 0)
-                                u = NULL;
-                        else
-                                log_oom();
-                }
-                udev_device_unref(u);
-        }
-        /* A lost kernel event needs nothing: udev's follows for every disk. */
-        if (m->n_kernel_pending > 0)
-                (void) sd_event_source_set_enabled(m->kernel_batch_source, SD_EVENT_ONESHOT);
-        return 0;
+        heap_trimmer_later(m->trimmer, handled);
 }
+
+static const KernelQueueOps kernel_queue_ops = {
+        .handle = on_kernel_adds,
+        .drained = on_kernel_drained,
+};
 
 int manager_watch_kernel(Manager *m) {
-        int r;
-
         assert(m);
 
-        m->kernel_monitor = udev_monitor_new_from_netlink(m->tuner.udev, "kernel");
-        if (!m->kernel_monitor)
-                return -ENOMEM;
-        r = udev_monitor_filter_add_match_subsystem_devtype(m->kernel_monitor, "block", "disk");
-        if (r < 0)
-                return r;
-        if (udev_monitor_set_receive_buffer_size(m->kernel_monitor, KERNEL_MONITOR_RCVBUF) < 0) {
-                int size = KERNEL_MONITOR_RCVBUF;
-                if (setsockopt(udev_monitor_get_fd(m->kernel_monitor), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) < 0)
-                        log_debug_errno(errno, "Cannot enlarge the kernel monitor's receive buffer: %m");
-        }
-        r = udev_monitor_enable_receiving(m->kernel_monitor);
-        if (r < 0)
-                return r;
-        r = sd_event_add_io(m->event, &m->kernel_source, udev_monitor_get_fd(m->kernel_monitor), EPOLLIN,
-                            on_kernel_event, m);
-        if (r < 0)
-                return r;
-        /* Draining a socket is cheap and comes first (manager_watch_udev gives udev's
-         * the same priority); then the kernel's adds, before udev's batch: the
-         * kernel's event is the older. */
-        (void) sd_event_source_set_priority(m->kernel_source, SD_EVENT_PRIORITY_IMPORTANT);
-        (void) sd_event_source_set_description(m->kernel_source, "kernel-monitor");
-        r = sd_event_add_defer(m->event, &m->kernel_batch_source, on_kernel_batch, m);
-        if (r < 0)
-                return r;
-        (void) sd_event_source_set_priority(m->kernel_batch_source, SD_EVENT_PRIORITY_IMPORTANT / 2);
-        (void) sd_event_source_set_description(m->kernel_batch_source, "kernel-batch");
-        return sd_event_source_set_enabled(m->kernel_batch_source, SD_EVENT_OFF);
+        return kernel_queue_new(m->event, m->tuner.udev, &kernel_queue_ops, m, &m->kernel);
 }

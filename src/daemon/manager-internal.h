@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* What the daemon's files share; see manager.h for which file does what. The
- * calls run one way: manager.c -> reload.c, hotplug.c, drift.c -> tuning.c,
- * conflict.c, bans.c, publish.c (tuning.c -> conflict.c). */
+/* What the Manager's own files share; see manager.h for which file does what.
+ * The calls run one way, down the chain manager.c -> reload.c -> hotplug.c ->
+ * kernel-event.c -> tuning.c -> conflict.c (a file may skip links), with
+ * manager.c -> drift.c -> kernel-event.c, tuning.c, conflict.c, load.c beside
+ * it; any of them -> manager-publish.c and the components. A component's file
+ * includes no Manager header and calls none of these files: what it needs of
+ * the Manager comes through the callbacks the Manager gives its _new(). */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,10 +16,16 @@
 #include <time.h>
 
 #include "backoff.h"
+#include "bankeeper.h"
+#include "drift-check.h"
 #include "event-clock.h"
 #include "events.h"
 #include "heap-trim.h"
+#include "kernel-queue.h"
 #include "manager.h"
+#include "path-watch.h"
+#include "publisher.h"
+#include "udev-batch.h"
 #include "util.h"
 
 /* The time of the event being handled (event-clock.h). */
@@ -26,20 +36,6 @@ static inline uint64_t manager_now(Manager *m, clockid_t clock) {
 /* A hot-added disk whose first tuning failed the way a removal in progress
  * explains is reported only once it is this old (tuning.c). */
 #define PENDING_REPORT_USEC (5ULL * USEC_PER_SEC)
-
-/* After a controller's or subsystem's uevent, its hidden path disks are looked
- * for every PATH_WATCH_FAST_USEC for PATH_WATCH_FAST_FOR_USEC, then every
- * PATH_WATCH_SLOW_USEC until PATH_WATCH_FOR_USEC (hotplug.c): the namespace scan
- * that adds them runs from a work queue after NVME_EVENT=connected
- * (drivers/nvme/host/core.c nvme_start_ctrl -> nvme_queue_scan). */
-#define PATH_WATCH_FAST_USEC (50ULL * 1000ULL)
-#define PATH_WATCH_FAST_FOR_USEC (5 * USEC_PER_SEC)
-#define PATH_WATCH_SLOW_USEC (1 * USEC_PER_SEC)
-#define PATH_WATCH_FOR_USEC (15 * USEC_PER_SEC)
-/* A path lost to its fabric (controller resetting or connecting) sends nothing
- * until it is live again: the controller states of the planned paths are read
- * this often (hotplug.c), for the journal and status.json. */
-#define PATH_STATE_POLL_USEC (5 * USEC_PER_SEC)
 
 /* manager-publish.c: status.json (with the metrics) and STATUS=, of the state
  * now (publisher.h). */
@@ -111,7 +107,7 @@ static inline int manager_arm_drift_timer(Manager *m) {
 
 /* hotplug.c */
 int manager_watch_udev(Manager *m);
-/* While a multipath path is planned, its controller's state is polled (on_path_watch). */
+/* While a multipath path is planned, its controller's state is polled (path-watch.h). */
 void manager_arm_path_poll(Manager *m);
 
 /* kernel-event.c: the kernel's "add" of a disk, heard before udev's (which comes

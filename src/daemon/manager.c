@@ -24,25 +24,14 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sigterm_source);
         sd_event_source_disable_unref(m->sigint_source);
         sd_event_source_disable_unref(m->sighup_source);
-        sd_event_source_disable_unref(m->monitor_source);
-        sd_event_source_disable_unref(m->kernel_source);
-        sd_event_source_disable_unref(m->kernel_batch_source);
-        sd_event_source_disable_unref(m->batch_source);
-        sd_event_source_disable_unref(m->path_watch_source);
+        udev_batch_free(m->udev);
+        kernel_queue_free(m->kernel);
+        path_watch_free(m->paths);
         bankeeper_free(m->bans);
         drift_check_free(m->drift);
         heap_trimmer_free(m->trimmer);
         publisher_free(m->publisher);
         sd_event_unref(m->event);
-        udev_monitor_unref(m->monitor);
-        udev_monitor_unref(m->kernel_monitor);
-        strv_free(m->pending);
-        for (size_t i = 0; i < m->n_kernel_pending; i++)
-                udev_device_unref(m->kernel_pending[i]);
-        free(m->kernel_pending);
-        strv_free(m->pinned);
-        strv_free(m->path_watch);
-        free(m->path_watch_since);
         config_free(m->config);
         manager_plan_names_drop(m);
         plan_done(&m->plan);

@@ -1,59 +1,64 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <libudev.h>
 #include <systemd/sd-event.h>
 
 struct lh_table;
 
-#include "bankeeper.h"
 #include "config.h"
-#include "drift-check.h"
-#include "heap-trim.h"
 #include "plan.h"
-#include "publisher.h"
 #include "tuner.h"
 
-/* The daemon: one Manager owns the event loop, the udev monitor, the drift timer,
- * the signal sources, the configuration in force, the plan of every tuned disk
- * and their drift history. The pipeline is its Tuner's, as for iotunectl: every
- * change to the machine still goes through reconcile().
+/* The Manager's components, each with a header of its own (manager-internal.h
+ * includes them). */
+typedef struct BanKeeper BanKeeper;
+typedef struct DriftCheck DriftCheck;
+typedef struct HeapTrimmer HeapTrimmer;
+typedef struct KernelQueue KernelQueue;
+typedef struct PathWatch PathWatch;
+typedef struct Publisher Publisher;
+typedef struct UdevBatch UdevBatch;
+
+/* The daemon: one Manager owns the event loop, the signal sources, the
+ * configuration in force, the plan of every tuned disk and their drift history,
+ * and one component per concern. The pipeline is its Tuner's, as for iotunectl:
+ * every change to the machine still goes through reconcile().
  *
- * Its files, each one job: manager.c (set-up, signals, start, stop), tuning.c
- * (a disk's plan from hotplug to removal), drift.c (the drift check and its
- * timer; backoff.c the schedule), hotplug.c (the udev monitor and its batches),
- * reload.c (configuration), bans.c (the irqbalance ban policy; irqset.c its set
- * arithmetic), publish.c (status.json, metrics, STATUS=). */
+ * The components own their sd-event sources and state, and know nothing of the
+ * Manager: it calls them, and they call back only through the callbacks (ops)
+ * and userdata it gave their _new(). Each is freed by manager_free() before the
+ * event loop:
+ *   UdevBatch    (udev-batch.h)   udev's monitor and the queue of its events
+ *   KernelQueue  (kernel-queue.h) the kernel's monitor and the queue of its adds
+ *   PathWatch    (path-watch.h)   NVMe controllers and subsystems watched for paths
+ *   BanKeeper    (bankeeper.h)    the irqbalance exchange and ban policy
+ *   DriftCheck   (drift-check.h)  the drift timer, counters, last interrupt counts
+ *   HeapTrimmer  (heap-trim.h)    the heap handed back after a burst
+ *   Publisher    (publisher.h)    status.json, metrics, STATUS=, the watchdog
+ *
+ * The Manager's own files, each one job: manager.c (set-up, signals, start,
+ * stop; the BanKeeper's callbacks), tuning.c (a disk's plan from hotplug to
+ * removal), drift.c (one drift check over the plans; backoff.c the schedule),
+ * hotplug.c (what udev's events and the path watch do to the plans),
+ * kernel-event.c (a disk's queue rows at the kernel's add), reload.c
+ * (configuration), conflict.c (drift, and who else writes), load.c (the load
+ * samples), manager-publish.c (what the Publisher is given). */
 typedef struct Manager {
         sd_event *event;
         sd_event_source *sigterm_source, *sigint_source, *sighup_source;
-        sd_event_source *monitor_source;
-        sd_event_source *kernel_source;  /* the kernel's own uevents (kernel-event.c) */
-        sd_event_source *kernel_batch_source; /* defer: handles kernel_pending */
-        struct udev_device **kernel_pending; /* disks the kernel added, as its events gave them,
-                                          * oldest first */
-        size_t n_kernel_pending, kernel_pending_alloc;
-        size_t kernel_handled;           /* of the current burst */
-        bool rescan_pending;             /* udev events were lost: list every disk again (hotplug.c) */
-        sd_event_source *batch_source;   /* defer: handles the queued udev events */
-        HeapTrimmer *trimmer;            /* the heap trimmed once a burst's events stop (heap-trim.c) */
-
         Tuner tuner;                     /* root, paths, udev, topology, IRQs, rebound controllers */
-        struct udev_monitor *monitor;
-        struct udev_monitor *kernel_monitor;
-        char **pending;                  /* queued "ACTION SYSPATH" from udev, oldest first */
-        size_t batch_handled;            /* events of the current burst handled so far (hotplug.c) */
-        bool batch_changed;              /* a plan changed in the burst: status to write at its end */
-        char **pinned;                   /* syspaths whose queued "add" carries IOTUNED_PROFILE */
-        /* NVMe controllers and subsystems whose hidden path disks are looked for again
-         * for a while after their uevent (the namespace scan that creates them runs
-         * after the "connected" event): syspaths, and when each was last announced
-         * (CLOCK_MONOTONIC). See hotplug.c. */
-        char **path_watch;
-        uint64_t *path_watch_since;
-        sd_event_source *path_watch_source;
+
+        /* The components (see above); NULL before they are set up. */
+        UdevBatch *udev;                 /* udev's events, queued and handed on in chunks */
+        KernelQueue *kernel;             /* the kernel's own adds, queued (NULL: not heard) */
+        PathWatch *paths;                /* multipath paths looked for after their controller's event */
+        BanKeeper *bans;                 /* the irqbalance exchange and ban policy */
+        DriftCheck *drift;               /* the drift check's timer, counters and last counts */
+        HeapTrimmer *trimmer;            /* the heap trimmed once a burst's events stop */
+        Publisher *publisher;            /* status.json, metrics, STATUS=, the watchdog */
 
         Config *config;
+        unsigned reload_failures;
         Plan plan;                       /* one DevicePlan per tuned (or excluded) disk */
         /* Kernel name -> index in plan.devices + 1 (json-c's linkhash, the names
          * copied): a disk found without a scan of every plan at each of its events.
@@ -63,7 +68,6 @@ typedef struct Manager {
          * that add, replace or drop a plan change plan.devices. */
         struct lh_table *plan_names;
 
-        Publisher *publisher;            /* status.json, metrics, STATUS=, the watchdog (publisher.c) */
         char **unrecorded;               /* disks not tuned: their originals could not be recorded */
         char **held;                     /* disks `iotunectl tune` holds (hold.h): left alone until released */
         char **hold_ignored;             /* disks whose hold file is not honoured (warned once) */
@@ -78,11 +82,6 @@ typedef struct Manager {
         /* The udev event being handled for the disk being tuned ("add", "change"),
          * NULL otherwise: a knob found rewritten since iotuned's last write is drift. */
         const char *udev_action;
-
-        BanKeeper *bans;                 /* the irqbalance exchange and ban policy (bankeeper.c) */
-        DriftCheck *drift;               /* the drift check's timer, counters and last counts (drift-check.c) */
-
-        unsigned reload_failures;
 } Manager;
 
 Manager *manager_free(Manager *m);

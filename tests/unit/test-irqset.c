@@ -64,7 +64,7 @@ TEST(copy_and_sort) {
 }
 
 /* The policy's "send (current - ours before) + ours now", done with these calls
- * as bans.c does: irqbalance's own bans survive, ours are replaced. */
+ * as bankeeper.c does: irqbalance's own bans survive, ours are replaced. */
 TEST(ban_set_of_a_sync) {
         const unsigned current[] = { 10, 40, 41 }, ours_before[] = { 40, 41 }, want[] = { 41, 57 };
         _cleanup_free_ unsigned *next = NULL, *own = NULL;

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 
+#include "drift-check.h"
+#include "fileio.h"
 #include "macro.h"
+#include "publisher.h"
 #include "status.h"
 #include "tests.h"
+#include "tmpdir.h"
 
 #define GOOD_SETTING "{\"knob\":\"scheduler\",\"object\":null,\"state\":\"drifted\",\"effective\":\"none\"," \
                      "\"observed\":\"mq-deadline\",\"note\":null,\"drifts\":3}"
@@ -208,5 +212,71 @@ TEST(never_reads_past_the_end) {
         }
 }
 
+static void no_check(void *userdata) {
+}
+
+/* What the daemon's Publisher writes is what `iotunectl status` reads: the
+ * counters of a DriftCheck and irqbalance's state, under a --root. */
+TEST(publisher_writes_what_status_reads) {
+        char *root = tmpdir_new(), *path = path_join(root, IOTUNED_RUN_DIR "/status.json"), *text = NULL, *err = NULL;
+        static const unsigned banned[] = { 40, 41 };
+        Config c = { .reassert_usec = 5 * USEC_PER_SEC };
+        Plan plan = {};
+        sd_event *e = NULL;
+        Publisher *p = NULL;
+        DriftCheck *dc = NULL;
+        Status st = {};
+
+        ASSERT_TRUE(path);
+        tmpdir_write(root, IOTUNED_RUN_DIR "/.keep", "");
+        ASSERT_INT_EQ(sd_event_new(&e), 0);
+        ASSERT_INT_EQ(publisher_new(e, root, &p), 0);
+        ASSERT_INT_EQ(drift_check_new(e, no_check, NULL, &dc), 0);
+        drift_check_count_drift(dc, false);
+        drift_check_count_drift(dc, true);
+        drift_check_published(dc, 7);
+        const DriftCounts *n = drift_check_counts(dc);
+        PublishState s = {
+                .config = &c,
+                .plan = &plan,
+                .drifts_corrected = n->drifts_corrected,
+                .conflicts = n->conflicts,
+                .last_check_usec = n->last_check_usec,
+                .irqbalance_pid = 812,
+                .irqbalance_state = "pid 812: 2 IRQs banned by iotuned",
+                .banned = banned,
+                .n_banned = ELEMENTSOF(banned),
+        };
+        publisher_write_status(p, &s);
+        ASSERT_INT_EQ(read_full_file(path, STATUS_FILE_MAX, &text), 0);
+        ASSERT_INT_EQ(status_parse(text, &st, &err), 0);
+        ASSERT_INT_EQ(st.pid, (int) getpid());
+        ASSERT_INT_EQ(st.drifts_corrected, 2);
+        ASSERT_INT_EQ(st.conflicts, 1);
+        ASSERT_STREQ(st.irqbalance_state, "pid 812: 2 IRQs banned by iotuned");
+        ASSERT_INT_EQ(st.n_devices, 0);
+        ASSERT_TRUE(strstr(text, "\"banned_by_iotuned\":[") != NULL);
+        ASSERT_TRUE(strstr(text, "\"last_check_realtime_usec\":7") != NULL);
+
+        /* Marked once, taken once. */
+        ASSERT_TRUE(!publisher_take_dirty(p));
+        publisher_mark_dirty(p);
+        ASSERT_TRUE(publisher_take_dirty(p));
+        ASSERT_TRUE(!publisher_take_dirty(p));
+
+        publisher_unpublish(p, &c);
+        ASSERT_TRUE(access(path, F_OK) < 0 && errno == ENOENT);
+
+        status_done(&st);
+        free(text);
+        free(err);
+        free(path);
+        drift_check_free(dc);
+        publisher_free(p);
+        sd_event_unref(e);
+        tmpdir_remove(root);
+}
+
 TEST_MAIN(T(good_document), T(writer_conflict_and_findings), T(multipath_path), T(minimal_document), T(malformed_documents_name_the_member),
-          T(pid_out_of_range_is_not_running), T(never_reads_past_the_end))
+          T(pid_out_of_range_is_not_running), T(never_reads_past_the_end),
+          T(publisher_writes_what_status_reads))

@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""No function of src/ too long, no source file too long.
+"""No function of src/ too long, no source file too long, no Manager too wide.
 
     check-size.py SRC_DIR
     check-size.py --self-test
 
-Two limits, each a constant below:
+Three limits, each a constant below:
 
   functions  every function definition of src/**/*.c, from the first line of
              its signature to the line of its closing brace, at most
              MAX_FUNCTION_LINES lines;
-  files      every src/**/*.c at most MAX_FILE_LINES lines.
+  files      every src/**/*.c at most MAX_FILE_LINES lines;
+  Manager    struct Manager of src/daemon/manager.h at most MAX_MANAGER_FIELDS
+             fields, counting declarators: `sd_event_source *a, *b;` is 2, a
+             function pointer `int (*f)(int a, int b);` is 1, a nested struct or
+             union is its declarators after the closing brace (one when anonymous).
 
 The functions are found by their braces, with the comments, the string and
 character literals and the preprocessor lines blanked first (so a brace in any
@@ -21,7 +25,7 @@ The tree's style (docs/HACKING.md) puts the signature at column 0, the `{` at
 the end of its last line and the closing `}` at column 0; the check does not
 depend on it, and says so when a function it found does not end at column 0.
 
-Exit 0 when both hold; otherwise each violation on a line of its own,
+Exit 0 when all three hold; otherwise each violation on a line of its own,
 file:line and the name, exit 1. --self-test checks the parser on made-up
 snippets.
 """
@@ -31,6 +35,7 @@ import sys
 
 MAX_FUNCTION_LINES = 150
 MAX_FILE_LINES = 1000
+MAX_MANAGER_FIELDS = 30
 
 
 def blank(text):
@@ -146,6 +151,55 @@ def functions(text):
     return found
 
 
+def struct_body(text, name):
+    """The blanked text between the braces of `struct NAME {`, and the line of
+    that `{`; (None, 0) if the file has no such struct."""
+    code = blank(text)
+    m = re.search(r"\bstruct\s+" + re.escape(name) + r"\s*\{", code)
+    if not m:
+        return None, 0
+    depth = 0
+    for i in range(m.end() - 1, len(code)):
+        if code[i] == "{":
+            depth += 1
+        elif code[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return code[m.end():i], code.count("\n", 0, m.start()) + 1
+    return None, 0
+
+
+def count_fields(body):
+    """The declarators of a struct's body (blanked): one per name declared,
+    `int a, *b;` two, `void (*f)(int, int);` one, `struct { int x; } s, t;` two,
+    an anonymous `struct { int x, y; };` one."""
+    fields = 0
+    depth = 0           # of (), [] and {} inside the body
+    commas = 0
+    something = False   # the current declaration has a token
+    nested = False      # it has a nested struct's body (anonymous when nothing follows)
+    for c in body:
+        if c in "([{":
+            depth += 1
+            something = True
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0 and c == "}":
+                commas = 0   # the members of the nested struct are not ours
+                something = False
+                nested = True
+                continue
+        elif c == "," and depth == 0:
+            commas += 1
+        elif c == ";" and depth == 0:
+            if something or nested:
+                fields += commas + 1
+            commas, something, nested = 0, False, False
+        elif depth == 0 and not c.isspace():
+            something = True
+    return fields
+
+
 def line_count(text):
     """The lines of `text`, as wc -l counts them, plus a last one with no newline."""
     return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
@@ -167,6 +221,24 @@ def check_file(path, rel, problems):
             problems.append(f"{rel}:{last}: {name}() ends with a `}}` at column {column + 1}, not 1: "
                             f"the check may have misread the braces before it")
     return len(found)
+
+
+def check_manager(path, rel, problems):
+    """The field limit of struct Manager; its number of fields (None if not found)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        problems.append(f"{rel}: not found: the Manager check checked nothing")
+        return None
+    body, line = struct_body(text, "Manager")
+    if body is None:
+        problems.append(f"{rel}: no `struct Manager {{`: the Manager check checked nothing")
+        return None
+    n = count_fields(body)
+    if n > MAX_MANAGER_FIELDS:
+        problems.append(f"{rel}:{line}: struct Manager has {n} fields, more than {MAX_MANAGER_FIELDS}")
+    return n
 
 
 def self_test():
@@ -215,6 +287,29 @@ def self_test():
             failed += 1
         n += 1
 
+    fields = [
+        ("plain", "int a;\nchar *b;\n", 2),
+        ("declarators", "sd_event_source *a, *b, *c;\nsize_t n, m;\n", 5),
+        ("function pointers", "int (*cb)(int a, int b);\nvoid (*f)(void), (*g)(int x, int y);\n", 3),
+        ("arrays and bit-fields", "char name[4 * (1 + 2)], other[2];\nunsigned a : 1, b : 2;\n", 4),
+        ("a nested struct and union", "struct {\n        int x, y;\n        char *z;\n} pos, *last;\n"
+         "union { int i; float f; } u;\nint after;\n", 4),
+        ("an anonymous union", "union {\n        int i, j;\n};\nint after;\n", 2),
+        ("comments", "/* a, b; c */\nint a; // d, e;\n", 1),
+    ]
+    for name, body, want in fields:
+        got = count_fields(blank(body))
+        if got != want:
+            print(f"self-test fields {name}: counted {got}, want {want}")
+            failed += 1
+        n += 1
+    body, line = struct_body("/* s */\ntypedef struct Manager {\n        int a, b;\n        struct { int c; } d;\n"
+                             "} Manager;\nstruct ManagerOther { int x; };\n", "Manager")
+    if body is None or line != 2 or count_fields(body) != 3:
+        print(f"self-test struct Manager: {body!r} at {line}")
+        failed += 1
+    n += 1
+
     for text, want in (("", 0), ("a\n", 1), ("a\nb", 2), ("a\n" * (MAX_FILE_LINES + 1), MAX_FILE_LINES + 1)):
         if line_count(text) != want:
             print(f"self-test line count of {text[:8]!r}...: {line_count(text)}, want {want}")
@@ -245,10 +340,11 @@ def main():
             files += 1
     if n_functions == 0:
         problems.append(f"{src}: no function found: the check checked nothing")
+    fields = check_manager(os.path.join(src, "daemon", "manager.h"), "src/daemon/manager.h", problems)
 
     for p in problems:
         print(p)
-    print(f"size: {files} files, {n_functions} functions, "
+    print(f"size: {files} files, {n_functions} functions, struct Manager {fields} fields, "
           f"{len(problems)} problem{'s' if len(problems) != 1 else ''}")
     return 1 if problems else 0
 

@@ -72,7 +72,8 @@ static int on_batch(sd_event_source *s, void *userdata) {
         q->ops->begin(q->userdata);
         if (q->rescan_pending) {
                 q->rescan_pending = false;
-                changed = q->ops->rescan(q->userdata);
+                /* Added to what earlier chunks of the burst changed, not in place of it. */
+                changed = q->ops->rescan(q->userdata) || changed;
         }
         for (char **e = batch; e && *e; e++) {
                 char *syspath = strchr(*e, ' ') + 1;

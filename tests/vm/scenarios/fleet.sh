@@ -8,6 +8,11 @@
 #     keeps its configuration; a good one is applied by a reload (same PID);
 #     `--tags iotuned_verify` fails the play on drift, naming the setting;
 #     removals are checked before anything is deleted.
+#     The first two runs are whole; the later ones push configuration as a
+#     fleet does once the package is there (--tags iotuned_config,iotuned_verify:
+#     no apt, no systemctl enable), which also tests that the role's tags hold
+#     together. Under TCG one module run takes 7-10 s (a copy task is two:
+#     stat, then copy or file), and the install tasks took ~50 s of each run.
 #   - autopkgtest (null runner: this guest is the test machine) runs
 #     debian/tests against the installed package.
 
@@ -17,6 +22,9 @@ VM_DEVICES=(
 )
 
 FLEET=/run/iotvm-fleet
+# The later plays: configuration only, then the check (see above).
+# shellcheck disable=SC2054 # one argument, a comma-separated list of tags
+CONFIG_TAGS=(--tags iotuned_config,iotuned_verify)
 deb() { ls /mnt/iotvm/files/iotuned_*.deb; }
 main_pid() { systemctl show -P MainPID iotuned.service; }
 ms_since() { echo $((($(_iotvm_us) - $1) / 1000)); }
@@ -145,7 +153,7 @@ check_bad_dropin_refused_by_validate() {
 		        profile: nonesuch
 		iotuned_metrics_textfile: /var/lib/prometheus/node-exporter/iotuned.prom
 	YML
-	play || rc=$?
+	play "${CONFIG_TAGS[@]}" || rc=$?
 	((rc != 0)) || fail "the play passed with a drop-in naming an unknown profile"
 	# The candidate's own name (Ansible's temporary file), line and column.
 	grep -qE "failed to validate" "$FLEET/out" || fail "no 'failed to validate' in the play's output"
@@ -177,7 +185,7 @@ check_good_dropin_applied_by_reload() {
 		        profile: fleet-nvme
 		iotuned_metrics_textfile: /var/lib/prometheus/node-exporter/iotuned.prom
 	YML
-	play || fail "the run with a good drop-in failed (exit $?)"
+	play "${CONFIG_TAGS[@]}" || fail "the run with a good drop-in failed (exit $?)"
 	assert_eq 0 "$(recap failed)" "failed tasks"
 	(($(recap changed) >= 3)) || fail "changed=$(recap changed): expected the profile, the drop-in and the reload"
 	grep -q "RUNNING HANDLER \[iotuned : Restart iotuned\]" "$FLEET/out" && fail "the daemon was restarted, not reloaded"
@@ -215,7 +223,7 @@ check_removal_checked_first() {
 		iotuned_dropins: {}
 		iotuned_metrics_textfile: /var/lib/prometheus/node-exporter/iotuned.prom
 	YML
-	play || rc=$?
+	play "${CONFIG_TAGS[@]}" || rc=$?
 	((rc != 0)) || fail "the play removed a profile a rule still names"
 	assert_exists /etc/iotuned/profiles/fleet-nvme.yaml "the profile still named by 50-site"
 	grep -q "unknown profile 'fleet-nvme'" "$FLEET/out" || fail "the refusal does not say which rule needs the profile"
@@ -223,7 +231,7 @@ check_removal_checked_first() {
 		iotuned_absent_dropins: [50-site]
 		iotuned_absent_profiles: [fleet-nvme]
 	YML
-	play || fail "removing the drop-in and then its profile failed (exit $?)"
+	play "${CONFIG_TAGS[@]}" || fail "removing the drop-in and then its profile failed (exit $?)"
 	assert_not_exists /etc/iotuned/iotuned.yaml.d/50-site.yaml
 	assert_not_exists /etc/iotuned/profiles/fleet-nvme.yaml
 	assert_not_exists /etc/iotuned/iotuned.yaml.d/90-ansible-metrics.yaml

@@ -10,6 +10,10 @@
 IOTVM_SHARE=/mnt/iotvm
 # Debian's python (stdlib only); the host's default python3 may be another build.
 IOTVM_PY=/usr/bin/python3
+# The checks' own Python: stdlib only, so without the site module (-S), which
+# would read every .pth file of the site-packages at each start (some import
+# modules): ~120 ms of each of the hundreds of starts of a boot under TCG.
+iotvm_py() { "$IOTVM_PY" -S "$@"; }
 IOTVM_T0=${IOTVM_T0:-$EPOCHREALTIME}
 # The test-bed kernel this guest booted (run-scenario --kernel: 6.1, 6.12, 6.12-rt).
 IOTVM_KERNEL=$(cat "$IOTVM_SHARE/kernel" 2>/dev/null || echo 6.1)
@@ -186,7 +190,7 @@ wait_for() { # CONDITION [TIMEOUT_SECONDS=10] [DIAGNOSE]
 # virtio-serial port org.iotuned.qmp. Prints the "return" value as JSON; on a QMP
 # error prints its class and description on stderr and returns 1.
 qmp() { # JSON
-	"$IOTVM_PY" "$IOTVM_SHARE/lib/qmp.py" call "$1"
+	iotvm_py "$IOTVM_SHARE/lib/qmp.py" call "$1"
 }
 
 # --- finding devices ---------------------------------------------------------------
@@ -236,14 +240,15 @@ nvme_io_irqs() { # CTRL
 	awk -v c="$1" '$NF ~ "^" c "q[1-9][0-9]*$" { for (i = 2; i < NF; i++) if ($i ~ /^[0-9]+$/) s += $i } END { print s + 0 }' /proc/interrupts
 }
 
+# (read, not cat: no process per disk, and wait_for conditions call this.)
 disk_by_serial() { # SERIAL -> vda / nvme0n1 / sda
 	local b n s
 	for b in /sys/block/*; do
-		n=${b##*/}
+		n=${b##*/} s=
 		case $n in
-		vd*) s=$(cat "$b/serial" 2>/dev/null) ;;
+		vd*) read -r s 2>/dev/null <"$b/serial" || : ;;
 		nvme*c*n*) continue ;;
-		nvme*) s=$(cat "$b/device/serial" 2>/dev/null) s=${s%"${s##*[![:space:]]}"} ;;
+		nvme*) read -r s 2>/dev/null <"$b/device/serial" || : ;; # read strips 6.1's trailing spaces
 		sd*) s=$(udevadm info --query=property --path="$b" 2>/dev/null |
 			sed -n 's/^ID_SERIAL_SHORT=//p') ;;
 		*) continue ;;
@@ -258,7 +263,7 @@ disk_by_serial() { # SERIAL -> vda / nvme0n1 / sda
 # One setting of one disk from `iotunectl --json` output (plan, apply, verify,
 # status): FIELD of the setting whose knob is KNOB; "" for null. Fails when absent.
 json_setting() { # JSONFILE DISK KNOB FIELD
-	"$IOTVM_PY" - "$@" <<'PY'
+	iotvm_py - "$@" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 for d in doc["devices"]:
@@ -287,7 +292,7 @@ assert_sched() { # DISK EXPECTED
 # Write VALUE to FILE with one write(2) and print "OK" or the errno name (EIO,
 # EPERM, ...): for attributes whose failure mode is the point of the test.
 write_errno() { # FILE VALUE
-	"$IOTVM_PY" - "$1" "$2" <<'PY'
+	iotvm_py - "$1" "$2" <<'PY'
 import errno, os, sys
 try:
     fd = os.open(sys.argv[1], os.O_WRONLY)
@@ -386,7 +391,7 @@ iotvm_run_scenario() { # FILE
 assert_journal_matches_catalog() {
 	local catalog=/usr/lib/systemd/catalog/iotuned.catalog out
 	[[ -f $catalog ]] || fail "no catalog at $catalog"
-	out=$(journalctl -b SYSLOG_IDENTIFIER=iotuned -o json --no-pager | "$IOTVM_PY" -c '
+	out=$(journalctl -b SYSLOG_IDENTIFIER=iotuned -o json --no-pager | iotvm_py -c '
 import json, re, sys
 entries = {}
 cur = None

@@ -82,7 +82,7 @@ check_journal_fields() {
 	ijournal DEVICE=nvme0n1 | grep_q 'nvme0n1 tuned with profile latency (rule nvme)' ||
 		fail "no tuned summary for nvme0n1 in journalctl -u iotuned DEVICE=nvme0n1"
 	n=$(ijournal DEVICE=nvme0n1 KNOB=rq_affinity MESSAGE_ID=c0e74b1dfaf847d5b438382e8afef2b0 -o json |
-		"$IOTVM_PY" -c 'import json,sys
+		iotvm_py -c 'import json,sys
 for l in sys.stdin:
     e = json.loads(l)
     assert e["DESIRED"] == "2" and e["OBSERVED"] == "2" and e["PROFILE"] == "latency" and e["RULE"] == "nvme", e
@@ -150,7 +150,7 @@ check_fighting_loop_gets_one_conflict() {
 
 # Devices in the running daemon's status (exit 1 there means held-back drift, not an error).
 status_devices() {
-	iotunectl status --json 2>/dev/null | "$IOTVM_PY" -c 'import json, sys
+	iotunectl status --json 2>/dev/null | iotvm_py -c 'import json, sys
 try:
     doc = json.load(sys.stdin)
 except ValueError:

@@ -36,7 +36,7 @@ drift_events() { # SINCE DISK [KNOB]
 # The findings of one disk in `iotunectl diagnose --json` output, one per line:
 # "severity kind knob source".
 finding_lines() { # JSONFILE
-	"$IOTVM_PY" - "$1" <<'PY'
+	iotvm_py - "$1" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["command"] == "diagnose", doc
@@ -118,8 +118,8 @@ check_legacy_udev_rule_is_a_conflict_naming_the_rule() {
 	sleep "$(slow_ms 1000)e-3"
 	assert_sched "$nv" mq-deadline
 	entry=$(ijournal --since="@$since" MESSAGE_ID=095bdbb2377f45468291453ee991e258 DEVICE="$nv" -o json -n 1)
-	writer=$(printf '%s' "$entry" | "$IOTVM_PY" -c 'import json,sys; e=json.load(sys.stdin); print(e.get("WRITER",""))')
-	note "conflict: $(printf '%s' "$entry" | "$IOTVM_PY" -c 'import json,sys; print(json.load(sys.stdin)["MESSAGE"])')"
+	writer=$(printf '%s' "$entry" | iotvm_py -c 'import json,sys; e=json.load(sys.stdin); print(e.get("WRITER",""))')
+	note "conflict: $(printf '%s' "$entry" | iotvm_py -c 'import json,sys; print(json.load(sys.stdin)["MESSAGE"])')"
 	assert_eq "udev rule $RULE:2 writing mq-deadline" "$writer" "WRITER= of the conflict event"
 	(($(ijournal --since="@$since" DEVICE="$nv" DRIFT_SEEN=udev-change -o cat | grep -c .) >= 1)) ||
 		fail "no drift was seen at a udev change event (DRIFT_SEEN=udev-change)"
@@ -177,7 +177,7 @@ check_software_queue_under_fio() {
 	wait_reads "$d" 500
 	iotunectl diagnose "$d" --json --interval 2s >"$json" || true
 	finding_lines "$json" | sed 's/^/    | /'
-	"$IOTVM_PY" - "$json" <<-'PY' || fail "diagnose under fio: no software-queue finding with its numbers"
+	iotvm_py - "$json" <<-'PY' || fail "diagnose under fio: no software-queue finding with its numbers"
 		import json, sys
 		d = json.load(open(sys.argv[1]))["devices"][0]
 		f = [f for f in d["findings"] if f["kind"] == "software-queue"]
@@ -206,7 +206,7 @@ check_software_queue_under_fio() {
 	wait_reads "$d" 500
 	iotunectl diagnose "$d" --json --interval 2s >"$json" || true
 	kill "$pid" 2>/dev/null || true
-	"$IOTVM_PY" -c 'import json,sys
+	iotvm_py -c 'import json,sys
 for f in json.load(open(sys.argv[1]))["devices"][0]["findings"]:
     if f["kind"] in ("io-load", "software-queue"): print("    none:", f["kind"], f["summary"])' "$json"
 	finding_lines "$json" | grep_q " software-queue " && fail "software-queue flagged under none"
@@ -218,7 +218,7 @@ for f in json.load(open(sys.argv[1]))["devices"][0]["findings"]:
 # SMART): its vector fires once per command. One process, not nvme-cli per
 # command: a fork+exec costs ~70 ms under TCG.
 admin_load() { # CTRL SECONDS
-	"$IOTVM_PY" - "/dev/$1" "$2" >/dev/null 2>/tmp/admin-load.err <<'PY' &
+	iotvm_py - "/dev/$1" "$2" >/dev/null 2>/tmp/admin-load.err <<'PY' &
 import ctypes, fcntl, os, struct, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
 buf = ctypes.create_string_buffer(512)
@@ -247,12 +247,12 @@ check_vector_on_the_other_node_is_flagged() {
 	# shellcheck disable=SC2064 # this pid, now
 	trap "kill $pid 2>/dev/null || true" EXIT
 	iotunectl diagnose "$nn" --json --interval 3s >"$json" || true
-	"$IOTVM_PY" -c 'import json,sys
+	iotvm_py -c 'import json,sys
 for f in json.load(open(sys.argv[1]))["devices"][0]["findings"]:
     print("    |", f["severity"], f["kind"], f["summary"])' "$json"
 	finding_lines "$json" | grep_q "^warning irq-off-node " ||
 		fail "the admin vector firing on node 0's CPU 0 was not flagged ($(cat /tmp/admin-load.err))"
-	"$IOTVM_PY" -c 'import json,sys
+	iotvm_py -c 'import json,sys
 for f in json.load(open(sys.argv[1]))["devices"][0]["findings"]:
     if f["kind"] == "irq-off-node": print("    irq-off-node:", f["summary"])' "$json"
 	# Back on node 1: no finding.
@@ -275,7 +275,7 @@ check_smart_matches_nvme_cli_and_a_critical_warning_is_first() {
 	ctrl=$(nvme_ctrl_of_disk "$nv")
 	nvme smart-log "/dev/$ctrl" -o json >"$cli" || fail "nvme smart-log /dev/$ctrl failed"
 	iotunectl diagnose "$nv" --json --interval 100ms >"$json" || true
-	"$IOTVM_PY" - "$json" "$cli" <<-'PY' || fail "diagnose's SMART numbers differ from nvme-cli's"
+	iotvm_py - "$json" "$cli" <<-'PY' || fail "diagnose's SMART numbers differ from nvme-cli's"
 		import json, sys
 		d = json.load(open(sys.argv[1]))["devices"][0]
 		cli = json.load(open(sys.argv[2]))
@@ -299,7 +299,7 @@ check_smart_matches_nvme_cli_and_a_critical_warning_is_first() {
 	iotunectl diagnose "$nv" --json --interval 100ms >"$json" || rc=$?
 	iotunectl diagnose "$nv" --interval 100ms 2>&1 | sed 's/^/    | /' || true
 	assert_eq 2 "$rc" "diagnose's exit status with a critical finding"
-	"$IOTVM_PY" - "$json" "$cli" <<-'PY' || fail "the critical warning is not the first finding"
+	iotvm_py - "$json" "$cli" <<-'PY' || fail "the critical warning is not the first finding"
 		import json, sys
 		d = json.load(open(sys.argv[1]))["devices"][0]
 		cli = json.load(open(sys.argv[2]))

@@ -55,6 +55,14 @@ snap_disk() { # DISK NAME
 
 ijournal() { journalctl -b -u iotuned.service --no-pager "$@"; }
 main_pid() { systemctl show -P MainPID iotuned.service; }
+# For wait_for: a MainPID other than 0 and OLD (any if OLD is empty). One
+# systemctl call a poll (each is ~0.2 s of a loaded TCG guest, which the
+# daemon under test is waiting for).
+new_main_pid() { # OLD
+	local p
+	p=$(main_pid)
+	[[ $p != 0 && $p != "$1" ]]
+}
 nrestarts() { systemctl show -P NRestarts iotuned.service; }
 # A point in the journal: the realtime clock, for `journalctl --since=@SECONDS`.
 # (Not --after-cursor: journald 252 skips the first entry after the cursor that
@@ -64,7 +72,7 @@ ms_since() { echo $((($(_iotvm_us) - $1) / 1000)); }
 
 # Devices listed in status.json (what the running daemon reports).
 status_devices() {
-	"$IOTVM_PY" - "$STATUS_JSON" <<'PY' 2>/dev/null || true
+	iotvm_py - "$STATUS_JSON" <<'PY' 2>/dev/null || true
 import json, sys
 try:
     doc = json.load(open(sys.argv[1]))
@@ -113,7 +121,7 @@ rmmod_null_blk() {
 # a disk it has no reference for. Controller rows (NVMe features) and IRQ
 # vectors are counted, not compared: irqbalance moves vectors before any start.
 originals_diff() { # [HOT_DISK]
-	"$IOTVM_PY" - "$ORIG" "$REF" "${1:-}" "${QKNOBS[@]}" <<'PY'
+	iotvm_py - "$ORIG" "$REF" "${1:-}" "${QKNOBS[@]}" <<'PY'
 import json, os, sys
 orig, ref, hot, knobs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 bad = 0
@@ -211,7 +219,7 @@ assert_boot_values() {
 
 # Active with a MainPID that is not OLD (any new one if OLD is empty).
 wait_restarted() { # OLD_PID [TIMEOUT]
-	wait_for "[[ \$(systemctl is-active iotuned.service) == active && \$(main_pid) != 0 && \$(main_pid) != '${1:-}' ]]" "${2:-40}" \
+	wait_for "[[ \$(systemctl is-active iotuned.service) == active ]] && new_main_pid '${1:-}'" "${2:-40}" \
 		'systemctl status --no-pager iotuned.service | head -n 15; ijournal -n 20'
 }
 
@@ -282,7 +290,7 @@ check_sigkill_during_start_and_bursts() {
 	# the hot disk in status.json.
 	systemctl reset-failed iotuned.service 2>/dev/null || true
 	assert_ok systemctl start --no-block iotuned.service
-	wait_for '[[ $(main_pid) != 0 ]]' 30
+	wait_for 'new_main_pid ""' 30
 	t1=$(_iotvm_us)
 	wait_for '[[ $(systemctl is-active iotuned.service) == active ]]' 60 'ijournal -n 20'
 	w_start=$(ms_since "$t1")
@@ -316,7 +324,7 @@ check_sigkill_during_start_and_bursts() {
 		0 | 1)
 			# Kill the running one (it idles), then kill its successor while it starts.
 			kill -KILL "$pid"
-			wait_for "[[ \$(main_pid) != 0 && \$(main_pid) != $pid ]]" 40 'systemctl status --no-pager iotuned.service | head'
+			wait_for "new_main_pid $pid" 40 'systemctl status --no-pager iotuned.service | head'
 			npid=$(main_pid)
 			delay=$(rand_ms "$w_start")
 			sleep_ms "$delay"
@@ -407,7 +415,7 @@ check_disks_removed_mid_burst() {
 	assert_eq "$pid" "$(main_pid)" "MainPID"
 	assert_eq "$nr" "$(nrestarts)" "NRestarts"
 	# What the journal says about the removed disks, by kind and priority.
-	out=$(ijournal --since="@$cur" -o json | "$IOTVM_PY" -c '
+	out=$(ijournal --since="@$cur" -o json | iotvm_py -c '
 import json, re, sys
 hot = sys.argv[1]
 pat = re.compile(r"\b(nullb\d+|" + re.escape(hot) + r")\b")

@@ -54,7 +54,7 @@ play() { # ARGS...
 # junit callback's report (what the tasks took; the rest is ansible-playbook's
 # own start and the play's set-up).
 play_times() { # WALL_MS
-	"$IOTVM_PY" - "$1" "$FLEET"/junit/*.xml <<-'PY'
+	iotvm_py - "$1" "$FLEET"/junit/*.xml <<-'PY'
 		import sys
 		import xml.etree.ElementTree as ET
 		wall = int(sys.argv[1]) / 1000

@@ -21,7 +21,7 @@ ORIG=/run/iotvm-irq-orig
 
 # irqbalance's banned IRQs, from its control socket (root, SCM_CREDENTIALS).
 irqbalance_banned() {
-	"$IOTVM_PY" - <<'PY'
+	iotvm_py - <<'PY'
 import glob, os, re, socket, struct
 p = glob.glob("/run/irqbalance/irqbalance*.sock")[0]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -75,7 +75,7 @@ check_io_vectors_are_managed() {
 			# their effective affinity is their queue's CPU list (blk-mq map)
 			assert_eq "$(cpulist_expand "$(cat /sys/block/"$d"/mq/"$q"/cpu_list)")" "$(cpulist_expand "$(eff "$irq")")" \
 				"IRQ $irq (${c}q$((q + 1))) effective affinity vs mq/$q/cpu_list"
-			printf '%s' "$out" | "$IOTVM_PY" -c '
+			printf '%s' "$out" | iotvm_py -c '
 import json, sys
 irq = int(sys.argv[1])
 doc = json.load(sys.stdin)
@@ -100,7 +100,7 @@ check_irqbalance_lists_our_bans() {
 	for irq in $got; do
 		grep -qE "^ *$irq:.*nvme[0-9]+q[1-9]" /proc/interrupts && fail "managed vector $irq was banned"
 	done
-	iotunectl status --json | "$IOTVM_PY" -c 'import json,sys; print("    irqbalance:", json.load(sys.stdin)["daemon"]["irqbalance"])' || true
+	iotunectl status --json | iotvm_py -c 'import json,sys; print("    irqbalance:", json.load(sys.stdin)["daemon"]["irqbalance"])' || true
 }
 
 # Moved by hand, the vector is put back and the move logged as drift. The value
@@ -149,7 +149,7 @@ check_stop_withdraws_bans_and_restores() {
 	for disk in sda "$(nvme_ctrl_disks "$(ctrl_n1)" 1)"; do
 		rec=/run/iotuned/originals/$disk.json
 		assert_exists "$rec"
-		while read -r irq val; do want[$irq]=$val; done < <("$IOTVM_PY" -c '
+		while read -r irq val; do want[$irq]=$val; done < <(iotvm_py -c '
 import json, sys
 for k, v in json.load(open(sys.argv[1]))["irqs"].items():
     print(k, v)' "$rec")
@@ -216,7 +216,7 @@ check_stop_without_irqbalance_answer_then_start_withdraws_leftovers() {
 	# trap runs after this function returned: no locals in it).
 	trap "kill -CONT $ib 2>/dev/null || true" EXIT
 	kill -STOP "$ib"
-	"$IOTVM_PY" - "/run/irqbalance/irqbalance$ib.sock" >"$filled" 2>&1 <<'PY' &
+	iotvm_py - "/run/irqbalance/irqbalance$ib.sock" >"$filled" 2>&1 <<'PY' &
 import socket, sys, time
 held = []
 while True:
@@ -246,7 +246,7 @@ PY
 	# The journal names the IRQs left banned; the record keeps them for the next start.
 	wait_for "(( \$(bans_left_entries) > n0 ))" 10 'journalctl -b -u iotuned -n 30 --no-pager'
 	journalctl -b MESSAGE_ID=$id -o cat -n 1 | sed 's/^/    | /'
-	entry=$(journalctl -b MESSAGE_ID=$id -o json -n 1 | "$IOTVM_PY" -c '
+	entry=$(journalctl -b MESSAGE_ID=$id -o json -n 1 | iotvm_py -c '
 import json, sys
 e = json.loads(sys.stdin.readline())
 print(e["IRQS"], e["WITHDRAWAL"], e["PRIORITY"], e["IRQBALANCE_PID"], sep="|")')
@@ -257,7 +257,7 @@ print(e["IRQS"], e["WITHDRAWAL"], e["PRIORITY"], e["IRQBALANCE_PID"], sep="|")')
 	assert_eq 4 "$prio" "PRIORITY (warning)"
 	assert_eq "$ib" "$pid" "IRQBALANCE_PID"
 	assert_exists "$rec"
-	"$IOTVM_PY" - "$rec" "$ib" "$admin" "$ahci" <<'PY'
+	iotvm_py - "$rec" "$ib" "$admin" "$ahci" <<'PY'
 import json, sys
 rec = json.load(open(sys.argv[1]))
 assert rec["irqbalance_pid"] == int(sys.argv[2]), rec

@@ -90,7 +90,7 @@ check_tune_measures_polled_reads() {
 	json=$(iotunectl tune "$disk" --knobs poll --depths 1 --rounds 5 --alpha 0.05 --runtime 500ms --warmup 0 \
 		--json) || fail "iotunectl tune --knobs poll failed: $json"
 	b=$(nvme_io_irqs "$ctrl")
-	printf '%s' "$json" | "$IOTVM_PY" -c 'import json, sys
+	printf '%s' "$json" | iotvm_py -c 'import json, sys
 d = json.load(sys.stdin)["devices"][0]
 k = d["knobs"][0]
 assert k["knob"] == "poll" and k["judged"] and k["skipped"] is None, k
@@ -127,7 +127,7 @@ check_diagnose_tells_polled_reads() {
 		iotunectl diagnose "$disk" --json --interval 2s >"$json" || true
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
-		"$IOTVM_PY" - "$json" "$hipri" <<-'PY' || fail "diagnose with fio --hipri=$hipri"
+		iotvm_py - "$json" "$hipri" <<-'PY' || fail "diagnose with fio --hipri=$hipri"
 			import json, sys
 			d = json.load(open(sys.argv[1]))["devices"][0]
 			f = {x["kind"]: x for x in d["findings"]}

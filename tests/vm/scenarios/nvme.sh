@@ -90,7 +90,7 @@ check_identity() {
 	idj=/run/iotvm-id-ctrl.json
 	nvme id-ctrl "/dev/$ctrl" -o json >"$idj" || fail "nvme id-ctrl /dev/$ctrl failed"
 	# Every identity field against nvme-cli's own Identify Controller and Get Features 0x07.
-	"$IOTVM_PY" - "$out" "$idj" "$ctrl" <<'PY' || fail "identity differs from nvme-cli's"
+	iotvm_py - "$out" "$idj" "$ctrl" <<'PY' || fail "identity differs from nvme-cli's"
 import json, subprocess, sys
 ex = json.load(open(sys.argv[1]))["devices"][0]["facts"]
 idc = json.load(open(sys.argv[2]))
@@ -215,7 +215,7 @@ check_polled_reads_use_the_poll_queue() {
 }
 
 max_queue_entries() { # JSONFILE DISK -> facts.nvme.max_queue_entries
-	"$IOTVM_PY" - "$@" <<'PY'
+	iotvm_py - "$@" <<'PY'
 import json, sys
 for d in json.load(open(sys.argv[1]))["devices"]:
     if d["device"] == sys.argv[2]:

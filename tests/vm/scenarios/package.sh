@@ -55,7 +55,7 @@ check_install_enables_and_starts() {
 check_hardened_unit_reaches_nvme_and_modprobe_d() {
 	local st=/run/iotvm-status.json
 	iotunectl --json status >"$st" || fail "iotunectl --json status exited $?"
-	"$IOTVM_PY" - "$st" <<'PY' || fail "NVMe controller rows under the hardened unit"
+	iotvm_py - "$st" <<'PY' || fail "NVMe controller rows under the hardened unit"
 import json, sys
 d = [d for d in json.load(open(sys.argv[1]))["devices"] if d["device"] == "nvme0n1"][0]
 n = d["facts"]["nvme"]

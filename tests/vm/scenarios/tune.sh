@@ -81,7 +81,7 @@ write_counts() { # DISK
 	local st
 	read -ra st <"/sys/block/$1/stat" || return 1
 	printf 'kernel: writes %s sectors %s discards %s; ' "${st[4]}" "${st[6]}" "${st[11]:-0}"
-	qmp '{"execute": "query-blockstats"}' | "$IOTVM_PY" -c '
+	qmp '{"execute": "query-blockstats"}' | iotvm_py -c '
 import json, sys
 for b in json.load(sys.stdin):
     if b.get("device") == "nv0-n1":
@@ -167,7 +167,7 @@ runs_pick() { # DISK KNOB BASELINE WINNER TUNE-ARGS...
 # candidate's verdict, IOPS per round and gain; checks that the run put every
 # value back and that the first candidate is the profile's (BASELINE).
 json_chosen() { # KNOB BASELINE
-	"$IOTVM_PY" -c 'import json,sys
+	iotvm_py -c 'import json,sys
 d = json.load(sys.stdin)["devices"][0]
 assert d["restored"] is True and d["interrupted"] is False, d
 k = d["knobs"][0]
@@ -217,13 +217,13 @@ check_nvme_picks_none_every_run_and_never_writes() {
 	[[ $chosen == "none "* ]] || fail "run 1: tune chose '${chosen%% *}' for $nv scheduler, not none"
 	assert_eq "$before" "$(knobs_of "$nv")" "$nv knobs after the run"
 	assert_eq "$drifts0" "$(drift_events "$nv")" "drift events for $nv during the run"
-	printf '%s' "$out" | "$IOTVM_PY" -c 'import json, sys
+	printf '%s' "$out" | iotvm_py -c 'import json, sys
 d = json.load(sys.stdin)["devices"][0]
 p = d["proposal"]
 assert p and p["written"] is False and "scheduler: none" in p["content"], p
 assert d["plot"] == sys.argv[1], d["plot"]' "$PLOT/$nv.svg" || fail "the JSON's proposal or plot is not as expected"
 	assert_not_exists "$DROPIN_DIR/60-measured-nv0.yaml" "a drop-in written without --write"
-	"$IOTVM_PY" -c 'import sys, xml.etree.ElementTree as E
+	iotvm_py -c 'import sys, xml.etree.ElementTree as E
 r = E.parse(sys.argv[1]).getroot()
 assert r.tag.endswith("svg"), r.tag
 lines = [e for e in r.iter() if e.tag.endswith("polyline")]

@@ -12,10 +12,14 @@
 #  - A vector moved to the other NUMA node is flagged (irq-off-node).
 #  - QEMU's SMART log, read through libnvme, matches nvme-cli's smart-log.
 
+# numa.sh's machine: the suite runs this after numa.sh and irq.sh on their
+# boot ('numa+irq+diagnose'), which leave iotuned stopped, irqbalance running
+# with nothing banned, and only irq.sh's 00-vmtest.yaml drop-in.
 VM_NUMA=2
 VM_DEVICES=(
 	"nvme nv0 size=256M"         # pcie.0: no NUMA node; the latency profile (none)
 	"nvme nvn1 node=1 size=256M" # node 1; the mixed profile (mq-deadline)
+	"sata sata0"                 # (irq.sh's AHCI vector; no check here reads sda)
 )
 
 DROPIN_DIR=/etc/iotuned/iotuned.yaml.d

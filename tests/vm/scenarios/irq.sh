@@ -8,11 +8,12 @@
 # by hand is corrected within one interval; an irqbalance restart gets the bans
 # back; stopping iotuned withdraws them and restores the original affinities.
 
+# numa.sh's machine (one boot for numa, irq and diagnose).
 VM_NUMA=2
 VM_DEVICES=(
-	"nvme nv0"          # pcie.0: no NUMA node (-1)
-	"nvme nvn1 node=1"  # behind pxb-pcie on node 1 (CPU 1)
-	"sata sata0"        # AHCI: one unmanaged MSI vector
+	"nvme nv0 size=256M"         # pcie.0: no NUMA node (-1)
+	"nvme nvn1 node=1 size=256M" # behind pxb-pcie on node 1 (CPU 1)
+	"sata sata0"                 # AHCI: one unmanaged MSI vector
 )
 
 DROPIN_DIR=/etc/iotuned/iotuned.yaml.d

@@ -3,12 +3,13 @@
 # and half the memory per node; an NVMe controller behind a pxb-pcie expander on
 # node 1 reports that node, a controller on the main bus reports none (-1).
 
-# The same machine as irq.sh, so that both run on one boot (meson's numa+irq).
+# The same machine as irq.sh and diagnose.sh, so that the three run on one
+# boot (meson's numa+irq+diagnose); diagnose.sh wants the 256 MiB.
 VM_NUMA=2
 VM_DEVICES=(
-	"nvme nv0"          # pcie.0: no NUMA affinity
-	"nvme nvn1 node=1"  # behind pxb-pcie on node 1
-	"sata sata0"        # AHCI (irq.sh's unmanaged vector)
+	"nvme nv0 size=256M"         # pcie.0: no NUMA affinity
+	"nvme nvn1 node=1 size=256M" # behind pxb-pcie on node 1
+	"sata sata0"                 # AHCI (irq.sh's unmanaged vector)
 )
 
 scenario_setup() {

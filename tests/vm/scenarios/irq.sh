@@ -21,14 +21,23 @@ INTERVAL_MS=1000
 ORIG=/run/iotvm-irq-orig
 
 # irqbalance's banned IRQs, from its control socket (root, SCM_CREDENTIALS).
+# irqbalance takes one connection per pass of its loop and may not answer at
+# all (a request it dropped): after 5 s (scaled) this says so, in words no
+# comparison takes for a list of IRQs, and fails, so that a wait_for polling it
+# asks again and an assertion on its output fails instead of blocking forever.
 irqbalance_banned() {
-	iotvm_py - <<'PY'
-import glob, os, re, socket, struct
+	iotvm_py - "$(slow_ms 5000)" <<'PY'
+import glob, os, re, socket, struct, sys
 p = glob.glob("/run/irqbalance/irqbalance*.sock")[0]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.connect(p)
-s.sendmsg([b"setup"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("3i", os.getpid(), 0, 0))])
-reply = s.recv(8192).decode()
+s.settimeout(int(sys.argv[1]) / 1000)
+try:
+    s.connect(p)
+    s.sendmsg([b"setup"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("3i", os.getpid(), 0, 0))])
+    reply = s.recv(8192).decode()
+except OSError as e:  # socket.timeout included
+    print("(no answer from irqbalance on %s within %s ms: %s)" % (p, sys.argv[1], e))
+    sys.exit(1)
 print(" ".join(sorted(re.findall(r"IRQ (\d+)", reply), key=int)))
 PY
 }

@@ -13,6 +13,9 @@ IOTVM_PY=/usr/bin/python3
 # The checks' own Python: stdlib only, so without the site module (-S), which
 # would read every .pth file of the site-packages at each start (some import
 # modules): ~120 ms of each of the hundreds of starts of a boot under TCG.
+# A Python job put in the background (&) that a check later kills runs
+# "$IOTVM_PY" -S itself: a function sent to the background is a subshell,
+# and its $! the subshell's, which a kill would end without ending Python.
 iotvm_py() { "$IOTVM_PY" -S "$@"; }
 IOTVM_T0=${IOTVM_T0:-$EPOCHREALTIME}
 # The test-bed kernel this guest booted (run-scenario --kernel: 6.1, 6.12, 6.12-rt).

@@ -222,7 +222,7 @@ for f in json.load(open(sys.argv[1]))["devices"][0]["findings"]:
 # SMART): its vector fires once per command. One process, not nvme-cli per
 # command: a fork+exec costs ~70 ms under TCG.
 admin_load() { # CTRL SECONDS
-	iotvm_py - "/dev/$1" "$2" >/dev/null 2>/tmp/admin-load.err <<'PY' &
+	"$IOTVM_PY" -S - "/dev/$1" "$2" >/dev/null 2>/tmp/admin-load.err <<'PY' & # $!: Python's own
 import ctypes, fcntl, os, struct, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
 buf = ctypes.create_string_buffer(512)

@@ -21,18 +21,28 @@ INTERVAL_MS=1000
 ORIG=/run/iotvm-irq-orig
 
 # irqbalance's banned IRQs, from its control socket (root, SCM_CREDENTIALS).
-# irqbalance takes one connection per pass of its loop and may not answer at
-# all (a request it dropped): after 5 s (scaled) this says so, in words no
-# comparison takes for a list of IRQs, and fails, so that a wait_for polling it
-# asks again and an assertion on its output fails instead of blocking forever.
+# irqbalance takes one connection per pass of its loop: a connect that finds
+# the listen backlog full (EAGAIN) is tried again. After 5 s (scaled) without
+# an answer this says so, in words no comparison takes for a list of IRQs, and
+# fails: a wait_for polling it asks again, and nothing blocks forever.
 irqbalance_banned() {
 	iotvm_py - "$(slow_ms 5000)" <<'PY'
-import glob, os, re, socket, struct, sys
+import glob, os, re, socket, struct, sys, time
 p = glob.glob("/run/irqbalance/irqbalance*.sock")[0]
+limit = int(sys.argv[1]) / 1000
+end = time.monotonic() + limit
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.settimeout(int(sys.argv[1]) / 1000)
+s.settimeout(limit)
 try:
-    s.connect(p)
+    while True:
+        try:
+            s.connect(p)
+            break
+        except BlockingIOError:  # the backlog is full
+            if time.monotonic() >= end:
+                raise
+            time.sleep(0.05)
+    s.settimeout(max(end - time.monotonic(), 0.1))
     s.sendmsg([b"setup"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("3i", os.getpid(), 0, 0))])
     reply = s.recv(8192).decode()
 except OSError as e:  # socket.timeout included
@@ -226,7 +236,7 @@ check_stop_without_irqbalance_answer_then_start_withdraws_leftovers() {
 	# trap runs after this function returned: no locals in it).
 	trap "kill -CONT $ib 2>/dev/null || true" EXIT
 	kill -STOP "$ib"
-	iotvm_py - "/run/irqbalance/irqbalance$ib.sock" >"$filled" 2>&1 <<'PY' &
+	"$IOTVM_PY" -S - "/run/irqbalance/irqbalance$ib.sock" >"$filled" 2>&1 <<'PY' & # $!: Python's own
 import socket, sys, time
 held = []
 while True:
